@@ -1,0 +1,296 @@
+"""Generic traversal: children of a node, ``map_children``, ``walk``, substitution.
+
+Everything that inspects the IR walks it through these few functions plus ``match`` on the
+node kinds; there is no visitor class hierarchy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar, assert_never
+
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    Extern,
+    FnArg,
+    For,
+    If,
+    Interval,
+    Node,
+    Pass,
+    Point,
+    ProcDef,
+    Read,
+    Reduce,
+    Scope,
+    Stmt,
+    StrideExpr,
+    USub,
+    WAccess,
+    WindowExpr,
+    WindowStmt,
+)
+from cursched.ir.symbols import Sym
+from cursched.ir.types import ControlType, DataType, TensorType, Type
+
+ExprFn = Callable[[Expr], Expr]
+StmtFn = Callable[[Stmt], Stmt]
+N = TypeVar("N", bound=Node)
+
+
+def map_type(t: Type, fe: ExprFn) -> Type:
+    """Apply ``fe`` to the shape expressions of a tensor type."""
+    match t:
+        case TensorType():
+            shape = tuple(fe(s) for s in t.shape)
+            changed = any(a is not b for a, b in zip(shape, t.shape, strict=True))
+            return TensorType(t.elem, shape, t.window) if changed else t
+        case DataType() | ControlType():
+            return t
+        case _:
+            assert_never(t)
+
+
+def _map_waccess(w: WAccess, fe: ExprFn) -> WAccess:
+    match w:
+        case Point():
+            return w.replace(pt=fe(w.pt))
+        case Interval():
+            return w.replace(lo=fe(w.lo), hi=fe(w.hi))
+        case _:
+            assert_never(w)
+
+
+def map_expr_children(e: Expr, fe: ExprFn) -> Expr:
+    """Rebuild ``e`` with ``fe`` applied to each direct sub-expression."""
+    match e:
+        case Const() | StrideExpr():
+            return e
+        case Read():
+            return e.replace(idx=tuple(fe(i) for i in e.idx))
+        case BinOp():
+            return e.replace(lhs=fe(e.lhs), rhs=fe(e.rhs))
+        case USub():
+            return e.replace(arg=fe(e.arg))
+        case Extern():
+            return e.replace(args=tuple(fe(a) for a in e.args))
+        case WindowExpr():
+            return e.replace(idx=tuple(_map_waccess(w, fe) for w in e.idx))
+        case _:
+            assert_never(e)
+
+
+def map_stmt_children(s: Stmt, fs: StmtFn, fe: ExprFn) -> Stmt:
+    """Rebuild ``s`` with ``fs`` applied to child statements and ``fe`` to child expressions
+    (index, bound, condition and right-hand expressions and the shapes of allocations).
+    """
+    match s:
+        case Assign() | Reduce():
+            return s.replace(idx=tuple(fe(i) for i in s.idx), rhs=fe(s.rhs))
+        case Pass():
+            return s
+        case If():
+            return s.replace(
+                cond=fe(s.cond),
+                body=tuple(fs(c) for c in s.body),
+                orelse=tuple(fs(c) for c in s.orelse),
+            )
+        case For():
+            return s.replace(lo=fe(s.lo), hi=fe(s.hi), body=tuple(fs(c) for c in s.body))
+        case Alloc():
+            t = map_type(s.type, fe)
+            assert isinstance(t, DataType | TensorType)
+            return s.replace(type=t)
+        case Call():
+            return s.replace(args=tuple(fe(a) for a in s.args))
+        case WindowStmt():
+            rhs = fe(s.rhs)
+            assert isinstance(rhs, WindowExpr)
+            return s.replace(rhs=rhs)
+        case Scope():
+            return s.replace(body=tuple(fs(c) for c in s.body))
+        case _:
+            assert_never(s)
+
+
+def stmt_blocks(s: Stmt) -> tuple[tuple[str, tuple[Stmt, ...]], ...]:
+    """The statement lists directly inside ``s``, by field name (``body``, ``orelse``)."""
+    match s:
+        case If():
+            return (("body", s.body), ("orelse", s.orelse))
+        case For() | Scope():
+            return (("body", s.body),)
+        case Assign() | Reduce() | Pass() | Alloc() | Call() | WindowStmt():
+            return ()
+        case _:
+            assert_never(s)
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions directly inside ``s`` (not those of nested statements)."""
+    match s:
+        case Assign() | Reduce():
+            return (*s.idx, s.rhs)
+        case Pass():
+            return ()
+        case If():
+            return (s.cond,)
+        case For():
+            return (s.lo, s.hi)
+        case Alloc():
+            return s.type.shape if isinstance(s.type, TensorType) else ()
+        case Call():
+            return s.args
+        case WindowStmt():
+            return (s.rhs,)
+        case Scope():
+            return ()
+        case _:
+            assert_never(s)
+
+
+def expr_children(e: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``e``."""
+    match e:
+        case Const() | StrideExpr():
+            return ()
+        case Read():
+            return e.idx
+        case BinOp():
+            return (e.lhs, e.rhs)
+        case USub():
+            return (e.arg,)
+        case Extern():
+            return e.args
+        case WindowExpr():
+            out: list[Expr] = []
+            for w in e.idx:
+                out.extend((w.pt,) if isinstance(w, Point) else (w.lo, w.hi))
+            return tuple(out)
+        case _:
+            assert_never(e)
+
+
+def walk_expr(e: Expr) -> Iterator[Expr]:
+    """``e`` and all its sub-expressions, pre-order."""
+    yield e
+    for c in expr_children(e):
+        yield from walk_expr(c)
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of ``body``, nested ones included, pre-order."""
+    for s in body:
+        yield s
+        for _, block in stmt_blocks(s):
+            yield from walk_stmts(block)
+
+
+def walk_exprs(body: tuple[Stmt, ...]) -> Iterator[Expr]:
+    """Every expression in ``body`` (all depths), pre-order within each statement."""
+    for s in walk_stmts(body):
+        for e in stmt_exprs(s):
+            yield from walk_expr(e)
+
+
+def proc_exprs(p: ProcDef) -> Iterator[Expr]:
+    """Every expression of a proc: argument shapes, asserts and body."""
+    for a in p.args:
+        if isinstance(a.type, TensorType):
+            for s in a.type.shape:
+                yield from walk_expr(s)
+    for pred in p.preds:
+        yield from walk_expr(pred)
+    yield from walk_exprs(p.body)
+
+
+# ---------------------------------------------------------------------------- substitution
+
+
+def subst_expr(e: Expr, env: Mapping[Sym, Expr | Sym]) -> Expr:
+    """Replace reads of symbols (and, for a ``Sym`` value, every use of the symbol).
+
+    A ``Sym -> Expr`` entry replaces control reads ``x`` by the expression; a ``Sym -> Sym``
+    entry renames every use (reads, windows, strides).
+    """
+
+    def go(x: Expr) -> Expr:
+        match x:
+            case Read() if x.sym in env:
+                target = env[x.sym]
+                if isinstance(target, Sym):
+                    return x.replace(sym=target, idx=tuple(go(i) for i in x.idx))
+                assert not x.idx, "only index-free reads can be replaced by an expression"
+                return target
+            case WindowExpr() | StrideExpr() if x.sym in env:
+                target = env[x.sym]
+                assert isinstance(target, Sym)
+                return map_expr_children(x.replace(sym=target), go)
+            case _:
+                return map_expr_children(x, go)
+
+    return go(e)
+
+
+def subst_stmt(s: Stmt, env: Mapping[Sym, Expr | Sym]) -> Stmt:
+    """``subst_expr`` over a statement and its children; written symbols are renamed too."""
+
+    def fe(x: Expr) -> Expr:
+        return subst_expr(x, env)
+
+    def fs(x: Stmt) -> Stmt:
+        out = map_stmt_children(x, fs, fe)
+        match out:
+            case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
+                target = env[out.sym]
+                if isinstance(target, Sym):
+                    return out.replace(sym=target)
+                return out
+            case For() if out.iter in env:
+                target = env[out.iter]
+                return out.replace(iter=target) if isinstance(target, Sym) else out
+            case _:
+                return out
+
+    return fs(s)
+
+
+def free_syms_expr(e: Expr) -> set[Sym]:
+    """Symbols an expression refers to."""
+    out: set[Sym] = set()
+    for x in walk_expr(e):
+        if isinstance(x, Read | WindowExpr | StrideExpr):
+            out.add(x.sym)
+    return out
+
+
+def defined_syms(s: Stmt) -> set[Sym]:
+    """Symbols bound by ``s`` and its nested statements (allocs, windows, loop variables)."""
+    out: set[Sym] = set()
+    for x in walk_stmts((s,)):
+        match x:
+            case Alloc() | WindowStmt():
+                out.add(x.sym)
+            case For():
+                out.add(x.iter)
+            case _:
+                pass
+    return out
+
+
+def arg_syms(p: ProcDef) -> tuple[Sym, ...]:
+    """The parameter symbols of ``p`` in order."""
+    return tuple(a.sym for a in p.args)
+
+
+def fnarg(p: ProcDef, name: str) -> FnArg | None:
+    """The parameter of ``p`` called ``name``, if any."""
+    for a in p.args:
+        if a.sym.name == name:
+            return a
+    return None
