@@ -16,6 +16,7 @@ The hierarchy (DESIGN.md, contract 10)::
       ArgumentError         a compiled or interpreted proc was called with bad arguments
       InterpreterError      the reference interpreter hit a failing assert or an
                             out-of-bounds access
+      IRVerificationError   an IR value breaks an invariant of ``cursched.ir.verify``
 """
 
 from __future__ import annotations
@@ -119,3 +120,7 @@ class ArgumentError(CurschedError):
 
 class InterpreterError(CurschedError):
     """The reference interpreter found a failing assert or an out-of-bounds access."""
+
+
+class IRVerificationError(CurschedError):
+    """An IR value breaks an invariant stated in ``cursched.ir.verify`` (an internal bug)."""
