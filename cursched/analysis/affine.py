@@ -1,0 +1,571 @@
+"""Quasi-affine integer arithmetic: a normal form, conversion from/to the IR, simplification.
+
+An ``Aff`` is ``const + sum(coeff * atom)`` where an atom is a control variable (a size, an
+index, a loop variable), ``stride(A, d)``, or the floor division / modulo of an ``Aff`` by a
+positive constant. Terms are kept sorted by a canonical key and coefficients are never zero,
+so two ``Aff`` values are equal exactly when they are the same normal form.
+
+Division and modulo atoms are normalised when built (multiples of the divisor are pulled out,
+nested divisions merged), which is always sound for floor semantics; the range-dependent rules
+(``(ii) / 4 == 0`` when ``0 <= ii < 4``) live in ``simplify_aff``.
+
+``Prop`` is the matching language of linear facts (``aff >= 0``, ``aff == 0``, and, or, not,
+boolean variables) used by the contexts and the SMT layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeAlias, assert_never
+
+from cursched.ir.nodes import (
+    BinOp,
+    Const,
+    Expr,
+    Extern,
+    Read,
+    StrideExpr,
+    USub,
+    WindowExpr,
+)
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import map_expr_children
+from cursched.ir.types import BOOL, INDEX, INT, ControlType, Type
+
+# --------------------------------------------------------------------------------- atoms
+
+
+@dataclass(frozen=True, slots=True)
+class Var:
+    """A control variable; ``type`` (size, index, ...) rides along for rebuilding IR."""
+
+    sym: Sym
+    type: Type = field(default=INDEX, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Stride:
+    """``stride(sym, dim)``, an opaque non-negative integer."""
+
+    sym: Sym
+    dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class Div:
+    """``floor(num / k)`` with ``k > 0``."""
+
+    num: Aff
+    k: int
+
+
+@dataclass(frozen=True, slots=True)
+class Mod:
+    """``num mod k`` (floor modulo, in ``[0, k)``) with ``k > 0``."""
+
+    num: Aff
+    k: int
+
+
+Atom: TypeAlias = Var | Stride | Div | Mod
+AtomKey: TypeAlias = tuple[object, ...]
+
+
+def atom_key(a: Atom) -> AtomKey:
+    """A total order on atoms: variables by creation order, then strides, divs, mods."""
+    match a:
+        case Var():
+            return (0, a.sym.id)
+        case Stride():
+            return (1, a.sym.id, a.dim)
+        case Div():
+            return (2, a.num.key(), a.k)
+        case Mod():
+            return (3, a.num.key(), a.k)
+        case _:
+            assert_never(a)
+
+
+@dataclass(frozen=True, slots=True)
+class Aff:
+    """``const + sum(coeff * atom for atom, coeff in terms)`` in normal form."""
+
+    terms: tuple[tuple[Atom, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def of(parts: Mapping[Atom, int], const: int = 0) -> Aff:
+        """The normal form of a linear combination (zero coefficients dropped)."""
+        terms = sorted(((a, c) for a, c in parts.items() if c), key=lambda t: atom_key(t[0]))
+        return Aff(tuple(terms), const)
+
+    @staticmethod
+    def var(sym: Sym, type: Type = INDEX) -> Aff:
+        return Aff(((Var(sym, type), 1),), 0)
+
+    @staticmethod
+    def num(value: int) -> Aff:
+        return Aff((), value)
+
+    def key(self) -> AtomKey:
+        return (tuple((atom_key(a), c) for a, c in self.terms), self.const)
+
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def __add__(self, other: Aff | int) -> Aff:
+        if isinstance(other, int):
+            return Aff(self.terms, self.const + other)
+        acc = dict(self.terms)
+        for a, c in other.terms:
+            acc[a] = acc.get(a, 0) + c
+        return Aff.of(acc, self.const + other.const)
+
+    def __neg__(self) -> Aff:
+        return self.scale(-1)
+
+    def __sub__(self, other: Aff | int) -> Aff:
+        return self + (-other if isinstance(other, int) else other.scale(-1))
+
+    def scale(self, k: int) -> Aff:
+        if k == 0:
+            return Aff()
+        return Aff(tuple((a, c * k) for a, c in self.terms), self.const * k)
+
+    def atoms(self) -> Iterable[Atom]:
+        """Every atom, nested ones (inside divisions and modulos) included."""
+        for a, _ in self.terms:
+            yield a
+            if isinstance(a, Div | Mod):
+                yield from a.num.atoms()
+
+    def syms(self) -> set[Sym]:
+        return {a.sym for a in self.atoms() if isinstance(a, Var | Stride)}
+
+    def coeff(self, sym: Sym) -> int:
+        for a, c in self.terms:
+            if isinstance(a, Var) and a.sym is sym:
+                return c
+        return 0
+
+
+def div(a: Aff, k: int) -> Aff:
+    """``floor(a / k)`` normalised: multiples of ``k`` pulled out, nested divisions merged."""
+    assert k > 0
+    if k == 1:
+        return a
+    whole: dict[Atom, int] = {}
+    rest: dict[Atom, int] = {}
+    for atom, c in a.terms:
+        q, r = divmod(c, k)
+        if q:
+            whole[atom] = q
+        if r:
+            rest[atom] = r
+    q0, r0 = divmod(a.const, k)
+    out = Aff.of(whole, q0)
+    if not rest:
+        return out
+    rem = Aff.of(rest, r0)
+    # floor(floor(x / a) / b) == floor(x / (a * b)) for positive a, b
+    if len(rem.terms) == 1 and rem.terms[0][1] == 1 and isinstance(rem.terms[0][0], Div):
+        inner = rem.terms[0][0]
+        return out + div(inner.num + rem.const * inner.k, inner.k * k)
+    return out + Aff(((Div(rem, k), 1),), 0)
+
+
+def mod(a: Aff, k: int) -> Aff:
+    """``a mod k`` normalised: coefficients and constant reduced modulo ``k``."""
+    assert k > 0
+    if k == 1:
+        return Aff()
+    rest = {atom: c % k for atom, c in a.terms if c % k}
+    rem = Aff.of(rest, a.const % k)
+    if rem.is_const():
+        return rem
+    # (x mod (k * m)) mod k == x mod k
+    if len(rem.terms) == 1 and rem.terms[0][1] == 1 and not rem.const:
+        inner = rem.terms[0][0]
+        if isinstance(inner, Mod) and inner.k % k == 0:
+            return mod(inner.num, k)
+    return Aff(((Mod(rem, k), 1),), 0)
+
+
+# ------------------------------------------------------------------------ IR <-> Aff
+
+Rename: TypeAlias = Mapping[Sym, Sym]
+
+
+def _is_int_type(t: Type) -> bool:
+    return isinstance(t, ControlType) and t.is_integer()
+
+
+def to_aff(e: Expr, env: Rename | None = None) -> Aff | None:
+    """The normal form of a control integer expression, or None when it is not quasi-affine.
+
+    Args:
+        e: the expression.
+        env: symbols to rename on the way (fresh copies of loop variables for dependence
+            queries).
+    """
+    match e:
+        case Const():
+            v = e.value
+            return Aff.num(v) if isinstance(v, int) and not isinstance(v, bool) else None
+        case Read():
+            if e.idx or not _is_int_type(e.type):
+                return None
+            sym = env.get(e.sym, e.sym) if env else e.sym
+            return Aff.var(sym, e.type)
+        case StrideExpr():
+            sym = env.get(e.sym, e.sym) if env else e.sym
+            return Aff(((Stride(sym, e.dim), 1),), 0)
+        case USub():
+            a = to_aff(e.arg, env)
+            return None if a is None else -a
+        case BinOp():
+            return _binop_aff(e, env)
+        case Extern() | WindowExpr():
+            return None
+        case _:
+            assert_never(e)
+
+
+def _binop_aff(e: BinOp, env: Rename | None) -> Aff | None:
+    lhs = to_aff(e.lhs, env)
+    rhs = to_aff(e.rhs, env)
+    if lhs is None or rhs is None:
+        return None
+    match e.op:
+        case "+":
+            return lhs + rhs
+        case "-":
+            return lhs - rhs
+        case "*":
+            if lhs.is_const():
+                return rhs.scale(lhs.const)
+            if rhs.is_const():
+                return lhs.scale(rhs.const)
+            return None
+        case "/" | "%":
+            if not rhs.is_const() or rhs.const <= 0:
+                return None
+            return div(lhs, rhs.const) if e.op == "/" else mod(lhs, rhs.const)
+        case _:
+            return None
+
+
+def _int(v: int) -> Expr:
+    return Const(v, INT)
+
+
+def _atom_expr(a: Atom) -> Expr:
+    match a:
+        case Var():
+            return Read(a.sym, (), a.type)
+        case Stride():
+            return StrideExpr(a.sym, a.dim, INDEX)
+        case Div():
+            return BinOp("/", from_aff(a.num), _int(a.k), INDEX)
+        case Mod():
+            return BinOp("%", from_aff(a.num), _int(a.k), INDEX)
+        case _:
+            assert_never(a)
+
+
+def _term_expr(a: Atom, c: int) -> Expr:
+    base = _atom_expr(a)
+    return base if c == 1 else BinOp("*", _int(c), base, INDEX)
+
+
+def from_aff(a: Aff) -> Expr:
+    """A readable IR expression for ``a``: positive terms first, ``4 * io + ii``, ``n - i - 1``."""
+    pos = [(x, c) for x, c in a.terms if c > 0]
+    neg = [(x, -c) for x, c in a.terms if c < 0]
+    out: Expr | None = None
+    if not pos and a.const > 0:
+        out = _int(a.const)
+    for x, c in pos:
+        t = _term_expr(x, c)
+        out = t if out is None else BinOp("+", out, t, INDEX)
+    for x, c in neg:
+        t = _term_expr(x, c)
+        out = USub(t, INDEX) if out is None else BinOp("-", out, t, INDEX)
+    if out is None:
+        return _int(a.const)
+    if pos and a.const > 0:
+        out = BinOp("+", out, _int(a.const), INDEX)
+    elif a.const < 0:
+        out = BinOp("-", out, _int(-a.const), INDEX)
+    return out
+
+
+# ------------------------------------------------------------------------------ props
+
+
+@dataclass(frozen=True, slots=True)
+class Ge:
+    """``aff >= 0``."""
+
+    aff: Aff
+
+
+@dataclass(frozen=True, slots=True)
+class Eq:
+    """``aff == 0``."""
+
+    aff: Aff
+
+
+@dataclass(frozen=True, slots=True)
+class BVar:
+    """A boolean control variable."""
+
+    sym: Sym
+
+
+@dataclass(frozen=True, slots=True)
+class BConst:
+    value: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    arg: Prop
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    args: tuple[Prop, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    args: tuple[Prop, ...]
+
+
+Prop: TypeAlias = Ge | Eq | BVar | BConst | Not | And | Or
+
+
+def le(a: Aff, b: Aff) -> Prop:
+    """``a <= b``."""
+    return Ge(b - a)
+
+
+def lt(a: Aff, b: Aff) -> Prop:
+    """``a < b``."""
+    return Ge(b - a - 1)
+
+
+def to_prop(e: Expr, env: Rename | None = None) -> Prop | None:
+    """The ``Prop`` of a control boolean expression, or None when it is not affine."""
+    match e:
+        case Const() if isinstance(e.value, bool):
+            return BConst(e.value)
+        case Read() if e.type == BOOL and not e.idx:
+            return BVar(env.get(e.sym, e.sym) if env else e.sym)
+        case BinOp() if e.op in ("and", "or"):
+            lhs, rhs = to_prop(e.lhs, env), to_prop(e.rhs, env)
+            if lhs is None or rhs is None:
+                return None
+            return And((lhs, rhs)) if e.op == "and" else Or((lhs, rhs))
+        case BinOp() if e.op in ("<", ">", "<=", ">=", "==", "!="):
+            lhs_a, rhs_a = to_aff(e.lhs, env), to_aff(e.rhs, env)
+            if lhs_a is None or rhs_a is None:
+                return None
+            match e.op:
+                case "<":
+                    return lt(lhs_a, rhs_a)
+                case "<=":
+                    return le(lhs_a, rhs_a)
+                case ">":
+                    return lt(rhs_a, lhs_a)
+                case ">=":
+                    return le(rhs_a, lhs_a)
+                case "==":
+                    return Eq(lhs_a - rhs_a)
+                case _:
+                    return Not(Eq(lhs_a - rhs_a))
+        case _:
+            return None
+
+
+# ------------------------------------------------------------------ ranges and decision
+
+Bound: TypeAlias = tuple[int | None, int | None]
+"""An inclusive integer interval; None is unbounded on that side."""
+
+
+class HasRanges(Protocol):
+    """Anything that knows constant ranges of variables (a path context)."""
+
+    def ranges(self) -> Mapping[Sym, Bound]: ...
+
+
+def _add(x: int | None, y: int | None) -> int | None:
+    return None if x is None or y is None else x + y
+
+
+def _scaled(b: Bound, c: int) -> Bound:
+    lo, hi = b
+    lo2 = None if lo is None else lo * c
+    hi2 = None if hi is None else hi * c
+    return (lo2, hi2) if c > 0 else (hi2, lo2)
+
+
+def atom_range(a: Atom, ranges: Mapping[Sym, Bound]) -> Bound:
+    """A constant interval holding every value of ``a``."""
+    match a:
+        case Var():
+            if a.sym in ranges:
+                return ranges[a.sym]
+            return (1, None) if a.type == ControlType("size") else (None, None)
+        case Stride():
+            return (0, None)
+        case Div():
+            lo, hi = aff_range(a.num, ranges)
+            return (None if lo is None else lo // a.k, None if hi is None else hi // a.k)
+        case Mod():
+            lo, hi = aff_range(a.num, ranges)
+            if lo is not None and hi is not None and lo // a.k == hi // a.k:
+                return (lo % a.k, hi % a.k)
+            return (0, a.k - 1)
+        case _:
+            assert_never(a)
+
+
+def aff_range(a: Aff, ranges: Mapping[Sym, Bound]) -> Bound:
+    """A constant interval holding every value of ``a`` given the ranges of its variables."""
+    lo: int | None = a.const
+    hi: int | None = a.const
+    for atom, c in a.terms:
+        alo, ahi = _scaled(atom_range(atom, ranges), c)
+        lo, hi = _add(lo, alo), _add(hi, ahi)
+    return (lo, hi)
+
+
+@dataclass(frozen=True, slots=True)
+class SymBound:
+    """A loop variable's symbolic inclusive bounds ``lo <= sym <= hi``."""
+
+    sym: Sym
+    lo: Aff
+    hi: Aff
+
+
+def prove_nonneg(
+    a: Aff, loops: Sequence[SymBound], ranges: Mapping[Sym, Bound] | None = None
+) -> bool:
+    """A fast, sound, incomplete proof that ``a >= 0``.
+
+    Loop variables are eliminated innermost first by their symbolic bounds (the lower bound
+    where the coefficient is positive, the upper one where it is negative); what is left is
+    bounded by constant ranges (sizes are at least 1, modulos lie in ``[0, k)``).
+    """
+    for lb in reversed(loops):
+        c = a.coeff(lb.sym)
+        if c == 0:
+            continue
+        rest = Aff(tuple(t for t in a.terms if not (isinstance(t[0], Var) and t[0].sym is lb.sym)))
+        a = rest + (lb.lo.scale(c) if c > 0 else lb.hi.scale(c)) + a.const
+    lo, _ = aff_range(a, ranges or {})
+    return lo is not None and lo >= 0
+
+
+# ------------------------------------------------------------------------- simplify
+
+
+def _simplify_atom(a: Atom, ranges: Mapping[Sym, Bound]) -> Aff:
+    match a:
+        case Var() | Stride():
+            return Aff(((a, 1),), 0)
+        case Div():
+            num = simplify_aff(a.num, ranges)
+            lo, hi = aff_range(num, ranges)
+            if lo is not None and hi is not None and lo // a.k == hi // a.k:
+                return Aff.num(lo // a.k)
+            return div(num, a.k)
+        case Mod():
+            num = simplify_aff(a.num, ranges)
+            lo, hi = aff_range(num, ranges)
+            if lo is not None and hi is not None and lo // a.k == hi // a.k:
+                return num - (lo // a.k) * a.k
+            return mod(num, a.k)
+        case _:
+            assert_never(a)
+
+
+def simplify_aff(a: Aff, ranges: Mapping[Sym, Bound] | None = None) -> Aff:
+    """``a`` with divisions and modulos removed where the ranges decide them."""
+    rs = ranges or {}
+    out = Aff.num(a.const)
+    for atom, c in a.terms:
+        out = out + _simplify_atom(atom, rs).scale(c)
+    return out
+
+
+def _ranges_of(ctx: HasRanges | Mapping[Sym, Bound] | None) -> Mapping[Sym, Bound]:
+    if ctx is None:
+        return {}
+    if isinstance(ctx, Mapping):
+        return ctx
+    return ctx.ranges()
+
+
+def _decide(p: Prop, ranges: Mapping[Sym, Bound]) -> bool | None:
+    match p:
+        case Ge():
+            lo, hi = aff_range(p.aff, ranges)
+            if lo is not None and lo >= 0:
+                return True
+            return False if hi is not None and hi < 0 else None
+        case Eq():
+            lo, hi = aff_range(p.aff, ranges)
+            if lo == 0 and hi == 0:
+                return True
+            if (lo is not None and lo > 0) or (hi is not None and hi < 0):
+                return False
+            return None
+        case _:
+            return None
+
+
+def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -> Expr:
+    """Simplify the control arithmetic in ``e`` (data operations are left alone).
+
+    Integer control expressions are rebuilt from their normal form (``4 * io + ii``);
+    divisions, modulos and comparisons that the constant ranges of ``ctx`` decide are folded.
+
+    Args:
+        e: any expression.
+        ctx: a path context (or a mapping from symbols to inclusive constant ranges).
+    """
+    ranges = _ranges_of(ctx)
+
+    def go(x: Expr) -> Expr:
+        match x:
+            case BinOp() | USub() if _is_int_type(x.type):
+                a = to_aff(x)
+                if a is not None:
+                    return from_aff(simplify_aff(a, ranges))
+            case BinOp() if x.op in ("<", ">", "<=", ">=", "==", "!="):
+                p = to_prop(x)
+                decided = None if p is None else _decide(_simplify_prop(p, ranges), ranges)
+                if decided is not None:
+                    return Const(decided, BOOL)
+            case _:
+                pass
+        return map_expr_children(x, go)
+
+    return go(e)
+
+
+def _simplify_prop(p: Prop, ranges: Mapping[Sym, Bound]) -> Prop:
+    match p:
+        case Ge():
+            return Ge(simplify_aff(p.aff, ranges))
+        case Eq():
+            return Eq(simplify_aff(p.aff, ranges))
+        case _:
+            return p

@@ -1,0 +1,219 @@
+"""Bounds checking at definition time: every access, window and call of a proc is in bounds.
+
+``check_bounds`` walks the proc once, carrying the path context (asserts, loop ranges, if
+conditions, visible windows and allocations). Each obligation (``0 <= idx < dim``, a window's
+``0 <= lo <= hi <= dim``, a call argument's shape equal to the callee's parameter shape, the
+callee's asserts) is first tried by the fast symbolic proof of ``affine.prove_nonneg`` and only
+then by the SMT layer, which returns the counterexample shown in the ``BoundsError``.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from cursched.analysis import affine as af
+from cursched.analysis import smt
+from cursched.analysis.context import PathContext
+from cursched.errors import BoundsError, SrcInfo
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    Call,
+    Expr,
+    For,
+    If,
+    Interval,
+    Pass,
+    Point,
+    ProcDef,
+    Read,
+    Reduce,
+    Scope,
+    Stmt,
+    WindowExpr,
+    WindowStmt,
+)
+from cursched.ir.printer import print_expr, print_stmt
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import stmt_exprs, subst_expr, walk_expr
+from cursched.ir.types import TensorType
+
+
+def check_bounds(p: ProcDef) -> None:
+    """Prove every access, window and call of ``p`` in bounds.
+
+    Every index must lie in ``[0, dim)`` of its buffer, every window interval inside its
+    buffer, every call argument must have the callee's parameter shape, and every callee's
+    asserts must follow from what holds at the call.
+
+    Raises:
+        BoundsError: at the first obligation that cannot be proven, with the source location
+            and a counterexample (values of sizes and loop variables).
+    """
+    _Checker(p).block(p.body, PathContext(p))
+
+
+class _Checker:
+    def __init__(self, p: ProcDef) -> None:
+        self.p = p
+
+    # -- walking -------------------------------------------------------------------------
+    def block(self, body: tuple[Stmt, ...], ctx: PathContext) -> None:
+        for s in body:
+            self.stmt(s, ctx)
+            ctx = ctx.declare(s)
+
+    def stmt(self, s: Stmt, ctx: PathContext) -> None:
+        for e in stmt_exprs(s):
+            self.expr(e, s, ctx)
+        match s:
+            case Assign() | Reduce():
+                self.access(s.sym, s.idx, s, ctx, s.srcinfo)
+            case For():
+                self.block(s.body, ctx.enter_loop(s))
+            case If():
+                self.block(s.body, ctx.enter_if(s.cond, True))
+                self.block(s.orelse, ctx.enter_if(s.cond, False))
+            case Scope():
+                self.block(s.body, ctx)
+            case Call():
+                self.call(s, ctx)
+            case Pass() | Alloc() | WindowStmt():
+                pass
+            case _:
+                assert_never(s)
+
+    def expr(self, e: Expr, s: Stmt, ctx: PathContext) -> None:
+        for x in walk_expr(e):
+            match x:
+                case Read() if x.idx:
+                    self.access(x.sym, x.idx, s, ctx, x.srcinfo or s.srcinfo)
+                case WindowExpr():
+                    self.window(x, s, ctx)
+                case _:
+                    pass
+
+    # -- obligations ---------------------------------------------------------------------
+    def access(
+        self, sym: Sym, idx: tuple[Expr, ...], s: Stmt, ctx: PathContext, loc: SrcInfo | None
+    ) -> None:
+        shape = ctx.shape(sym)
+        if shape is None or len(shape) != len(idx):
+            return  # rank errors are the type checker's
+        for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
+            what = f"index {print_expr(i)} of {sym.name} (dimension {d}, size {print_expr(n)})"
+            self.prove_le(None, i, n, strict=True, what=what, s=s, ctx=ctx, loc=loc)
+
+    def window(self, w: WindowExpr, s: Stmt, ctx: PathContext) -> None:
+        shape = ctx.shape(w.sym)
+        if shape is None or len(shape) != len(w.idx):
+            return
+        loc = w.srcinfo or s.srcinfo
+        for d, (c, n) in enumerate(zip(w.idx, shape, strict=True)):
+            dim = f"of window {print_expr(w)} (dimension {d}, size {print_expr(n)})"
+            match c:
+                case Point():
+                    what = f"index {print_expr(c.pt)} {dim}"
+                    self.prove_le(None, c.pt, n, strict=True, what=what, s=s, ctx=ctx, loc=loc)
+                case Interval():
+                    what = f"interval {print_expr(c.lo)}:{print_expr(c.hi)} {dim}"
+                    self.prove_le(None, c.lo, c.hi, strict=False, what=what, s=s, ctx=ctx, loc=loc)
+                    self.prove_le(c.hi, None, n, strict=False, what=what, s=s, ctx=ctx, loc=loc)
+                case _:
+                    assert_never(c)
+
+    def call(self, s: Call, ctx: PathContext) -> None:
+        callee = s.proc
+        env: dict[Sym, Expr | Sym] = {}
+        for param, arg in zip(callee.args, s.args, strict=True):
+            if not isinstance(param.type, TensorType):
+                if isinstance(arg, Read) and not isinstance(arg.type, TensorType):
+                    env[param.sym] = arg
+                continue
+            want = tuple(subst_expr(d, env) for d in param.type.shape)
+            have = self.arg_shape(arg, ctx)
+            name = f"argument {param.sym.name} of {callee.name}"
+            if have is None or len(have) != len(want):
+                raise BoundsError(f"{name}: rank differs from the parameter's", s.srcinfo)
+            for d, (h, w) in enumerate(zip(have, want, strict=True)):
+                goal = af.to_aff(h), af.to_aff(w)
+                what = (
+                    f"shape of {name}: dimension {d} is {print_expr(h)}, "
+                    f"the parameter wants {print_expr(w)}"
+                )
+                if goal[0] is None or goal[1] is None:
+                    raise BoundsError(f"cannot prove {what}", s.srcinfo)
+                self.prove(af.Eq(goal[0] - goal[1]), what, s, ctx, s.srcinfo)
+        for pred in callee.preds:
+            goal_p = af.to_prop(subst_expr(pred, env))
+            what = f"assert {print_expr(pred)} of {callee.name}"
+            if goal_p is None:
+                raise BoundsError(f"cannot prove {what}", s.srcinfo)
+            self.prove(goal_p, what, s, ctx, s.srcinfo)
+
+    def arg_shape(self, arg: Expr, ctx: PathContext) -> tuple[Expr, ...] | None:
+        match arg:
+            case WindowExpr():
+                return arg.type.shape
+            case Read() if not arg.idx:
+                return ctx.shape(arg.sym)
+            case _:
+                return None
+
+    # -- proving -------------------------------------------------------------------------
+    def prove_le(
+        self,
+        lo: Expr | None,
+        x: Expr | None,
+        hi: Expr,
+        *,
+        strict: bool,
+        what: str,
+        s: Stmt,
+        ctx: PathContext,
+        loc: SrcInfo | None,
+    ) -> None:
+        """Prove ``0 <= x`` (when ``lo`` is None and ``x`` given) and ``x <(=) hi``.
+
+        With ``x`` None, prove ``lo <= hi`` only.
+        """
+        if x is None:
+            assert lo is not None
+            a, b = af.to_aff(lo), af.to_aff(hi)
+            if a is None or b is None:
+                raise BoundsError(f"cannot prove {what} in bounds (not affine)", loc)
+            self.prove(af.Ge(b - a), what, s, ctx, loc)
+            return
+        xa, ha = af.to_aff(x), af.to_aff(hi)
+        if xa is None or ha is None:
+            raise BoundsError(f"cannot prove {what} in bounds (not affine)", loc)
+        self.prove(af.Ge(xa), what, s, ctx, loc)
+        self.prove(af.Ge(ha - xa - (1 if strict else 0)), what, s, ctx, loc)
+
+    def prove(
+        self, goal: af.Prop, what: str, s: Stmt, ctx: PathContext, loc: SrcInfo | None
+    ) -> None:
+        if _fast(goal, ctx):
+            return
+        res = smt.valid(goal, self.props(ctx))
+        if res.ok:
+            return
+        text = print_stmt(s).splitlines()[0]
+        raise BoundsError(
+            f"out of bounds: {what}\n  in: {text}\n"
+            f"  counterexample: {smt.format_model(res.counterexample)}",
+            loc,
+        )
+
+    def props(self, ctx: PathContext) -> list[af.Prop]:
+        return ctx.props()
+
+
+def _fast(goal: af.Prop, ctx: PathContext) -> bool:
+    match goal:
+        case af.Ge():
+            return af.prove_nonneg(goal.aff, ctx.loop_bounds(), ctx.ranges())
+        case af.Eq():
+            return goal.aff.is_const() and goal.aff.const == 0
+        case _:
+            return False
