@@ -1,0 +1,265 @@
+"""The reference interpreter: runs a proc on numpy arrays and Python ints.
+
+It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
+for speed: each ``ProcDef`` is compiled once into a tree of Python closures
+(``cursched.interp_compile``) and cached; running it binds and validates the arguments, checks
+the asserts and calls the compiled body.
+
+Example:
+    >>> interpret(sgemm, 64, 64, 64, A, B, C)     # doctest: +SKIP
+    >>> interpret(sgemm, n=64, m=64, k=64, A=A, B=B, C=C)     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, assert_never
+
+import numpy as np
+
+from cursched.errors import ArgumentError, InterpreterError
+from cursched.interp_compile import CTRL_OPS, CompiledProc, Compiler, Frame
+from cursched.interp_values import fmt_expr
+from cursched.ir.nodes import (
+    BinOp,
+    Const,
+    Expr,
+    Extern,
+    FnArg,
+    ProcDef,
+    Read,
+    StrideExpr,
+    USub,
+    WindowExpr,
+)
+from cursched.ir.symbols import Sym
+from cursched.ir.types import ControlType, DataType, TensorType
+
+__all__ = ["compiled", "eval_control", "interpret"]
+
+# Keyed by id(ProcDef); the entry keeps the ProcDef alive so the id cannot be reused while it
+# is cached. Bounded so that the many intermediate versions a schedule makes do not pile up.
+_CACHE: OrderedDict[int, CompiledProc] = OrderedDict()
+_CACHE_SIZE = 512
+
+
+def compiled(pd: ProcDef) -> CompiledProc:
+    """The compiled form of ``pd`` (compiled on first use, then cached)."""
+    hit = _CACHE.get(id(pd))
+    if hit is not None and hit.pd is pd:
+        _CACHE.move_to_end(id(pd))
+        return hit
+    cp = Compiler(pd, compiled).compile()
+    _CACHE[id(pd)] = cp
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return cp
+
+
+def _procdef(p: Any) -> ProcDef:
+    if isinstance(p, ProcDef):
+        return p
+    ir = getattr(p, "__cursched_ir__", None)
+    if isinstance(ir, ProcDef):
+        return ir
+    raise TypeError(f"expected a Proc or ProcDef, got {type(p).__name__}")
+
+
+def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
+    """Run proc ``p`` on ``args`` (by position) and ``kwargs`` (by name); outputs in place.
+
+    Args:
+        p: the proc (a ``ProcDef``, or a ``Proc``).
+        *args: arguments in parameter order: sizes and indices as Python ints, bools as
+            Python bools, tensors as numpy arrays of the exact dtype and shape (contiguous
+            unless the parameter is a window), data scalars as numpy arrays of shape ``()``
+            or ``(1,)`` (a Python number is accepted when the proc never writes it).
+        **kwargs: arguments by name.
+
+    Raises:
+        ArgumentError: an argument is missing, extra, or of the wrong kind, dtype or shape.
+        InterpreterError: an assert fails or an access is out of bounds.
+    """
+    pd = _procdef(p)
+    cp = compiled(pd)
+    frame = bind_args(cp, args, kwargs)
+    # Integer data wraps around and float data follows IEEE (inf, NaN): numpy reports both as
+    # floating-point errors, which tests running with -W error would turn into exceptions.
+    # They are the defined semantics here, so they are silenced for the run, and only there.
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        cp.check_preds(frame, "on entry to")
+        cp.body(frame)
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+def _describe(a: FnArg) -> str:
+    t = a.type
+    match t:
+        case ControlType():
+            return "a positive int (size)" if t.name == "size" else f"a Python {t.name}"
+        case DataType():
+            return f"a numpy {t.np_dtype} array of shape () or (1,)"
+        case TensorType():
+            shape = ", ".join(fmt_expr(s) for s in t.shape)
+            what = "window (any strides)" if t.window else "C-contiguous array"
+            return f"a numpy {t.elem.np_dtype} {what} of shape ({shape})"
+        case _:
+            assert_never(t)
+
+
+def _got(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"a {v.dtype} array of shape {v.shape}"
+    return f"{type(v).__name__} {v!r}"
+
+
+def _bad(pd: ProcDef, a: FnArg, v: Any, why: str = "") -> ArgumentError:
+    extra = f" ({why})" if why else ""
+    return ArgumentError(
+        f"{pd.name}: argument {a.sym.name} expects {_describe(a)}, got {_got(v)}{extra}"
+    )
+
+
+def _match(pd: ProcDef, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
+    """Python-style binding of positional and keyword arguments to the parameters."""
+    names = [a.sym.name for a in pd.args]
+    if len(args) > len(names):
+        raise ArgumentError(
+            f"{pd.name} takes {len(names)} arguments ({', '.join(names)}), got {len(args)}"
+        )
+    values: dict[str, Any] = dict(zip(names, args, strict=False))
+    for k, v in kwargs.items():
+        if k not in names:
+            raise ArgumentError(f"{pd.name} has no argument {k!r} (it has {', '.join(names)})")
+        if k in values:
+            raise ArgumentError(f"{pd.name}: argument {k} given twice")
+        values[k] = v
+    missing = [n for n in names if n not in values]
+    if missing:
+        raise ArgumentError(f"{pd.name}: missing argument(s) {', '.join(missing)}")
+    return [values[n] for n in names]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
+def _control(pd: ProcDef, a: FnArg, t: ControlType, v: Any) -> int | bool:
+    if t.name == "bool":
+        if not isinstance(v, bool | np.bool_):
+            raise _bad(pd, a, v)
+        return bool(v)
+    if not _is_int(v):
+        raise _bad(pd, a, v)
+    if t.name == "size" and v <= 0:
+        raise _bad(pd, a, v, "sizes are positive")
+    return int(v)
+
+
+def _scalar(pd: ProcDef, a: FnArg, t: DataType, v: Any, written: bool) -> Any:
+    dt = t.np_dtype
+    if isinstance(v, np.ndarray):
+        if v.dtype != dt or v.shape not in ((), (1,)):
+            raise _bad(pd, a, v)
+        if written and not v.flags.writeable:
+            raise _bad(pd, a, v, "the proc writes it but the array is read-only")
+        return v.reshape(())  # a view: writes reach the caller's array
+    number = _is_int(v) or (dt.kind == "f" and isinstance(v, float | np.floating))
+    if not number:
+        raise _bad(pd, a, v)
+    if written:
+        raise _bad(pd, a, v, "the proc writes it, so pass an array")
+    bits = dt.itemsize * 8
+    lo, hi = (-(1 << (bits - 1)), 1 << (bits - 1)) if dt.kind == "i" else (0, 1 << bits)
+    if dt.kind in "iu" and not lo <= int(v) < hi:
+        raise _bad(pd, a, v, f"out of range for {dt}")
+    return np.array(v, dtype=dt)
+
+
+def _tensor(pd: ProcDef, a: FnArg, t: TensorType, v: Any, written: bool) -> Any:
+    if not isinstance(v, np.ndarray):
+        raise _bad(pd, a, v)
+    if v.dtype != t.elem.np_dtype:
+        raise _bad(pd, a, v, f"dtype {v.dtype}")
+    if v.ndim != t.rank():
+        raise _bad(pd, a, v, f"rank {v.ndim} instead of {t.rank()}")
+    if not t.window and not v.flags.c_contiguous:
+        raise _bad(pd, a, v, "not C-contiguous; pass np.ascontiguousarray(...)")
+    if written and not v.flags.writeable:
+        raise _bad(pd, a, v, "the proc writes it but the array is read-only")
+    return v
+
+
+def bind_args(cp: CompiledProc, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Frame:
+    """Validate the arguments and lay them out in a fresh frame.
+
+    Raises:
+        ArgumentError: naming the argument and what was expected.
+    """
+    pd = cp.pd
+    values = _match(pd, args, kwargs)
+    frame: Frame = [None] * cp.nslots
+    for i, (a, v) in enumerate(zip(pd.args, values, strict=True)):
+        t = a.type
+        match t:
+            case ControlType():
+                frame[i] = _control(pd, a, t, v)
+            case DataType():
+                frame[i] = _scalar(pd, a, t, v, i in cp.written)
+            case TensorType():
+                frame[i] = _tensor(pd, a, t, v, i in cp.written)
+            case _:
+                assert_never(t)
+    # shapes may name any size argument, so they are checked once all controls are bound
+    for i, a in enumerate(pd.args):
+        if isinstance(a.type, TensorType):
+            want = tuple(f(frame) for f in cp.shapes[i])
+            if frame[i].shape != want:
+                raise _bad(pd, a, frame[i], f"shape should be {want}")
+    return frame
+
+
+# ------------------------------------------------------------------------ control values
+
+
+def eval_control(e: Expr, values: Mapping[Sym, Any]) -> Any:
+    """Evaluate control expression ``e`` (an assert, a shape) with ``values`` for its symbols.
+
+    A slow tree walk for tools (argument generators, error messages); the interpreter itself
+    runs compiled closures. ``values`` maps size/index/bool symbols to Python values and, for
+    ``stride``, tensor symbols to numpy arrays.
+
+    Raises:
+        InterpreterError: ``e`` is not a control expression or names an unbound symbol.
+    """
+    match e:
+        case Const():
+            return e.value
+        case Read():
+            if e.idx or e.sym not in values:
+                raise InterpreterError(f"cannot evaluate {fmt_expr(e)} as a control value")
+            return values[e.sym]
+        case BinOp():
+            lhs = eval_control(e.lhs, values)
+            if e.op == "and":
+                return lhs and eval_control(e.rhs, values)
+            if e.op == "or":
+                return lhs or eval_control(e.rhs, values)
+            rhs = eval_control(e.rhs, values)
+            if e.op in ("/", "%") and rhs == 0:
+                raise InterpreterError(f"division by zero in {fmt_expr(e)}")
+            return CTRL_OPS[e.op](lhs, rhs)
+        case USub():
+            return -eval_control(e.arg, values)
+        case StrideExpr():
+            arr = values.get(e.sym)
+            if not isinstance(arr, np.ndarray):
+                raise InterpreterError(f"cannot evaluate {fmt_expr(e)} without the array")
+            return arr.strides[e.dim] // arr.itemsize
+        case Extern() | WindowExpr():
+            raise InterpreterError(f"{fmt_expr(e)} is not a control expression")
+        case _:
+            assert_never(e)
