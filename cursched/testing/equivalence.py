@@ -1,0 +1,304 @@
+"""Differential testing: run two procs on the same random inputs and compare their outputs.
+
+``assert_equivalent(p_before, p_after)`` is how every scheduling primitive is tested: the
+reference interpreter runs both procs on random inputs that satisfy the asserts and every data
+argument is compared afterwards (integers exactly, floats within a tolerance by dtype, NaN
+equal to NaN). ``random_args`` draws one such set of inputs and is reused by the C backend's
+tests.
+
+Sizes are drawn by rejection sampling from a small candidate set per control argument
+(1..12, plus values built from the constants of the asserts, such as multiples of ``4`` for
+``n % 4 == 0``), so no SMT solver is needed for the asserts procs actually carry.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any, assert_never
+
+import numpy as np
+
+from cursched.errors import ArgumentError, InterpreterError
+from cursched.interp import eval_control, interpret
+from cursched.interp_values import fmt_expr
+from cursched.ir.nodes import BinOp, Const, FnArg, ProcDef
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import walk_expr
+from cursched.ir.types import ControlType, DataType, TensorType, Type
+
+__all__ = ["DEFAULT_TOLERANCES", "assert_equivalent", "random_args"]
+
+#: (rtol, atol) by numpy dtype name, for float outputs when none is given.
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-2, 1e-2),
+    "float32": (1e-4, 1e-4),
+    "float64": (1e-9, 1e-9),
+}
+
+_REJECTION_TRIES = 2000
+_ENUMERATION_LIMIT = 200_000
+
+
+def _procdef(p: Any) -> ProcDef:
+    if isinstance(p, ProcDef):
+        return p
+    ir = getattr(p, "__cursched_ir__", None)
+    if isinstance(ir, ProcDef):
+        return ir
+    raise TypeError(f"expected a Proc or ProcDef, got {type(p).__name__}")
+
+
+# ------------------------------------------------------------------------ drawing sizes
+
+
+def _assert_constants(pd: ProcDef) -> tuple[set[int], set[int]]:
+    """The integer constants of the asserts, and the moduli among them."""
+    consts: set[int] = set()
+    moduli: set[int] = set()
+    for pred in pd.preds:
+        for e in walk_expr(pred):
+            if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+                consts.add(e.value)
+            if isinstance(e, BinOp) and e.op == "%" and isinstance(e.rhs, Const):
+                moduli.add(int(e.rhs.value))
+    return consts, moduli
+
+
+def _candidates(t: ControlType, consts: set[int], moduli: set[int]) -> list[int | bool]:
+    if t.name == "bool":
+        return [False, True]
+    near = {c + d for c in consts for d in (-1, 0, 1)}
+    if t.name == "size":
+        multiples = {m * k for m in moduli if m > 0 for k in (1, 2, 3, 4)}
+        return sorted(v for v in set(range(1, 13)) | near | multiples if v > 0)
+    return sorted(set(range(12)) | near)
+
+
+def _satisfied(pd: ProcDef, values: Mapping[Sym, Any]) -> bool:
+    for pred in pd.preds:
+        try:
+            ok = eval_control(pred, values)
+        except InterpreterError:
+            continue  # an assert on strides is checked later, when the arrays exist
+        if not ok:
+            return False
+    return True
+
+
+def _draw_controls(
+    pd: ProcDef, rng: np.random.Generator, sizes: Mapping[str, int | bool]
+) -> dict[Sym, int | bool]:
+    controls = [a for a in pd.args if isinstance(a.type, ControlType)]
+    names = {a.sym.name for a in controls}
+    unknown = set(sizes) - names
+    if unknown:
+        raise ArgumentError(
+            f"sizes= names {sorted(unknown)}, which are not control arguments of {pd.name}"
+        )
+    consts, moduli = _assert_constants(pd)
+    cands: list[list[int | bool]] = []
+    for a in controls:
+        assert isinstance(a.type, ControlType)
+        pinned = sizes.get(a.sym.name)
+        cands.append([pinned] if pinned is not None else _candidates(a.type, consts, moduli))
+    syms = [a.sym for a in controls]
+    for _ in range(_REJECTION_TRIES):
+        values = {s: c[int(rng.integers(len(c)))] for s, c in zip(syms, cands, strict=True)}
+        if _satisfied(pd, values):
+            return values
+    # rejection failed (a rare combination): search the candidates exhaustively, in order
+    for combo in itertools.islice(itertools.product(*cands), _ENUMERATION_LIMIT):
+        values = dict(zip(syms, combo, strict=True))
+        if _satisfied(pd, values):
+            return values
+    preds = "; ".join(fmt_expr(e) for e in pd.preds)
+    raise ArgumentError(
+        f"could not draw arguments of {pd.name} satisfying its asserts ({preds}); "
+        "pin some with sizes={...}"
+    )
+
+
+# ------------------------------------------------------------------------- drawing data
+
+
+def _random_data(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype[Any]) -> Any:
+    if dt.kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    lo = -8 if dt.kind == "i" else 0
+    return rng.integers(lo, 9, size=shape).astype(dt)
+
+
+def _shape(t: TensorType, values: Mapping[Sym, Any]) -> tuple[int, ...]:
+    return tuple(int(eval_control(s, values)) for s in t.shape)
+
+
+def _random_tensor(rng: np.random.Generator, t: TensorType, shape: tuple[int, ...]) -> Any:
+    dt = t.elem.np_dtype
+    if not t.window or len(shape) < 2:
+        return _random_data(rng, shape, dt)
+    # a window argument gets padded rows, so that code assuming contiguity shows up; the last
+    # dimension stays unit-stride, which instructions on vector memories may require
+    base = _random_data(rng, (*shape[:-1], shape[-1] + 3), dt)
+    return base[..., : shape[-1]]
+
+
+def random_args(
+    p: Any, rng: np.random.Generator, sizes: Mapping[str, int | bool] | None = None
+) -> dict[str, object]:
+    """Random arguments for ``p`` that satisfy its asserts.
+
+    Args:
+        p: a ``Proc`` or ``ProcDef``.
+        rng: the source of randomness (``np.random.default_rng(seed)``).
+        sizes: values pinned by name for control arguments (sizes, indices, bools).
+
+    Returns:
+        A dict from argument name to value: ints and bools for control arguments, numpy
+        arrays for tensors (windows get non-contiguous rows) and data scalars (shape ``()``);
+        floats are drawn normal, integers small (-8..8, or 0..8 unsigned).
+
+    Raises:
+        ArgumentError: no assignment satisfying the asserts was found, or ``sizes`` names an
+            argument that is not a control argument.
+    """
+    pd = _procdef(p)
+    values: dict[Sym, Any] = dict(_draw_controls(pd, rng, sizes or {}))
+    out: dict[str, object] = {}
+    for a in pd.args:
+        t = a.type
+        match t:
+            case ControlType():
+                out[a.sym.name] = values[a.sym]
+            case DataType():
+                out[a.sym.name] = _random_data(rng, (), t.np_dtype)
+            case TensorType():
+                arr = _random_tensor(rng, t, _shape(t, values))
+                values[a.sym] = arr
+                out[a.sym.name] = arr
+            case _:
+                assert_never(t)
+    return out
+
+
+def _clone(v: object) -> object:
+    """A deep copy of an argument that keeps a window's strides."""
+    if not isinstance(v, np.ndarray):
+        return v
+    base = v.base
+    if v.flags.c_contiguous or not isinstance(base, np.ndarray) or not base.flags.c_contiguous:
+        return v.copy()
+    new_base = base.copy()
+    offset = v.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return np.ndarray(v.shape, v.dtype, buffer=new_base, offset=offset, strides=v.strides)
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+def _type_text(t: Type) -> str:
+    match t:
+        case ControlType() | DataType():
+            return t.name
+        case TensorType():
+            shape = ", ".join(fmt_expr(s) for s in t.shape)
+            return f"[{t.elem.name}][{shape}]" if t.window else f"{t.elem.name}[{shape}]"
+        case _:
+            assert_never(t)
+
+
+def _signature_diff(p: ProcDef, q: ProcDef) -> str | None:
+    def sig(args: tuple[FnArg, ...]) -> list[str]:
+        return [f"{a.sym.name}: {_type_text(a.type)}" for a in args]
+
+    sp, sq = sig(p.args), sig(q.args)
+    if sp == sq:
+        return None
+    for i, (x, y) in enumerate(zip(sp, sq, strict=False)):
+        if x != y:
+            return f"argument {i} is `{x}` in {p.name} but `{y}` in {q.name}"
+    return f"{p.name} has {len(sp)} arguments, {q.name} has {len(sq)}"
+
+
+def _first_difference(
+    x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], rtol: float | None, atol: float | None
+) -> tuple[tuple[int, ...], int, str] | None:
+    """(index, number of differing elements, tolerance text) of the first difference."""
+    if x.dtype.kind == "f":
+        rt, at = DEFAULT_TOLERANCES.get(x.dtype.name, (1e-4, 1e-4))
+        rt = rt if rtol is None else rtol
+        at = at if atol is None else atol
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = ~np.isclose(x, y, rtol=rt, atol=at, equal_nan=True)
+        tol = f" (rtol={rt:g}, atol={at:g})"
+    else:
+        bad = x != y
+        tol = ""
+    if not bad.any():
+        return None
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    return first, int(bad.sum()), tol
+
+
+def assert_equivalent(
+    p: Any,
+    q: Any,
+    *,
+    trials: int = 5,
+    sizes: Mapping[str, int | bool] | None = None,
+    seed: int = 0,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> None:
+    """Assert that procs ``p`` and ``q`` compute the same outputs on random inputs.
+
+    Each trial draws arguments with ``random_args`` (satisfying the asserts), runs ``p`` and
+    ``q`` in the reference interpreter on separate copies, and compares every data argument
+    afterwards. Deterministic for a given ``seed``.
+
+    Args:
+        p: the reference proc (``Proc`` or ``ProcDef``).
+        q: the proc to check, with the same signature.
+        trials: how many random inputs to try.
+        sizes: control arguments pinned by name, e.g. ``{"n": 8}``.
+        seed: seed of the random inputs.
+        rtol: relative tolerance for float outputs (default by dtype, DEFAULT_TOLERANCES).
+        atol: absolute tolerance for float outputs (default by dtype).
+
+    Raises:
+        AssertionError: the signatures differ, ``q`` fails where ``p`` runs, or an output
+            differs (the message gives the trial's control values, the output, the first
+            differing index and both values).
+        InterpreterError: ``p`` itself fails on the drawn inputs.
+    """
+    pd, qd = _procdef(p), _procdef(q)
+    diff = _signature_diff(pd, qd)
+    if diff is not None:
+        raise AssertionError(f"{pd.name} and {qd.name} have different signatures: {diff}")
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
+        args = random_args(pd, rng, sizes)
+        controls = ", ".join(
+            f"{a.sym.name} = {args[a.sym.name]}" for a in pd.args if isinstance(a.type, ControlType)
+        )
+        where = f"trial {trial} (seed {seed}; {controls or 'no control arguments'})"
+        ap = {k: _clone(v) for k, v in args.items()}
+        aq = {k: _clone(v) for k, v in args.items()}
+        interpret(pd, **ap)
+        try:
+            interpret(qd, **aq)
+        except InterpreterError as err:
+            raise AssertionError(f"{qd.name} fails where {pd.name} runs, {where}: {err}") from err
+        for a in pd.args:
+            if isinstance(a.type, ControlType):
+                continue
+            x, y = ap[a.sym.name], aq[a.sym.name]
+            assert isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+            found = _first_difference(x, y, rtol, atol)
+            if found is not None:
+                idx, count, tol = found
+                raise AssertionError(
+                    f"{pd.name} and {qd.name} differ on {where}: output {a.sym.name}{list(idx)} "
+                    f"is {x[idx]} in {pd.name} but {y[idx]} in {qd.name}{tol}; "
+                    f"{count} of {x.size} elements differ"
+                )
