@@ -8,9 +8,17 @@ when such a test was collected, so a CPU-only run never pays for it.
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+# tests/ on sys.path, whatever pytest's import mode: other test directories import the corpus
+# registry as `corpus` (tests/corpus/__init__.py) to run it through their own backends.
+_TESTS_DIR = str(Path(__file__).parent)
+if _TESTS_DIR not in sys.path:
+    sys.path.insert(0, _TESTS_DIR)
 
 
 def gpu_skip_reason() -> str | None:
