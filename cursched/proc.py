@@ -82,9 +82,10 @@ def proc(fn: Callable[..., Any]) -> Proc:
     The function is never executed. Free names resolve in the function's defining scope
     (its globals and closure): constants, other procs and memories.
     """
+    from cursched.analysis.bounds import check_bounds
     from cursched.frontend import parse_function
 
-    return Proc(parse_function(fn))
+    return Proc(check_bounds(parse_function(fn)))
 
 
 def instr(c_template: str, c_global: str = "") -> Callable[[Callable[..., Any]], Proc]:
@@ -95,9 +96,10 @@ def instr(c_template: str, c_global: str = "") -> Callable[[Callable[..., Any]],
         ... def copy1(dst: [f32][1] @ DRAM, src: [f32][1] @ DRAM):
         ...     dst[0] = src[0]
     """
+    from cursched.analysis.bounds import check_bounds
     from cursched.frontend import parse_function
 
     def wrap(fn: Callable[..., Any]) -> Proc:
-        return Proc(parse_function(fn, instr=(c_template, c_global)))
+        return Proc(check_bounds(parse_function(fn, instr=(c_template, c_global))))
 
     return wrap

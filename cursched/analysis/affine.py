@@ -469,8 +469,19 @@ def prove_nonneg(
             continue
         rest = Aff(tuple(t for t in a.terms if not (isinstance(t[0], Var) and t[0].sym is lb.sym)))
         a = rest + (lb.lo.scale(c) if c > 0 else lb.hi.scale(c)) + a.const
-    lo, _ = aff_range(a, ranges or {})
+    lo, _ = aff_range(_expand_divs(a), ranges or {})
     return lo is not None and lo >= 0
+
+
+def _expand_divs(a: Aff) -> Aff:
+    """Rewrite ``m * k * (x / k)`` as ``m * (x - x % k)``, so ``x`` can cancel and the
+    modulo is bounded by ``[0, k)`` (``M - 4 * (M / 4)`` becomes ``M % 4``)."""
+    for atom, c in a.terms:
+        if isinstance(atom, Div) and c % atom.k == 0:
+            m = c // atom.k
+            without = Aff(tuple(t for t in a.terms if t[0] != atom), a.const)
+            return _expand_divs(without + (atom.num - mod(atom.num, atom.k)).scale(m))
+    return a
 
 
 # ------------------------------------------------------------------------- simplify

@@ -19,6 +19,7 @@ from cursched.ir.nodes import (
     Alloc,
     Assign,
     Call,
+    Const,
     Expr,
     For,
     If,
@@ -30,27 +31,32 @@ from cursched.ir.nodes import (
     Reduce,
     Scope,
     Stmt,
+    StrideExpr,
     WindowExpr,
     WindowStmt,
 )
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import stmt_exprs, subst_expr, walk_expr
-from cursched.ir.types import TensorType
+from cursched.ir.traversal import map_expr_children, stmt_exprs, subst_expr, walk_expr
+from cursched.ir.types import INDEX, INT, TensorType
 
 
-def check_bounds(p: ProcDef) -> None:
+def check_bounds(p: ProcDef) -> ProcDef:
     """Prove every access, window and call of ``p`` in bounds.
 
     Every index must lie in ``[0, dim)`` of its buffer, every window interval inside its
     buffer, every call argument must have the callee's parameter shape, and every callee's
     asserts must follow from what holds at the call.
 
+    Returns:
+        ``p`` itself, so that the decorators can wrap the parser's result in one call.
+
     Raises:
         BoundsError: at the first obligation that cannot be proven, with the source location
             and a counterexample (values of sizes and loop variables).
     """
     _Checker(p).block(p.body, PathContext(p))
+    return p
 
 
 class _Checker:
@@ -144,8 +150,9 @@ class _Checker:
                 if goal[0] is None or goal[1] is None:
                     raise BoundsError(f"cannot prove {what}", s.srcinfo)
                 self.prove(af.Eq(goal[0] - goal[1]), what, s, ctx, s.srcinfo)
+        strides = _arg_strides(callee, s.args, ctx)
         for pred in callee.preds:
-            goal_p = af.to_prop(subst_expr(pred, env))
+            goal_p = af.to_prop(_subst_strides(subst_expr(pred, env), strides))
             what = f"assert {print_expr(pred)} of {callee.name}"
             if goal_p is None:
                 raise BoundsError(f"cannot prove {what}", s.srcinfo)
@@ -217,3 +224,50 @@ def _fast(goal: af.Prop, ctx: PathContext) -> bool:
             return goal.aff.is_const() and goal.aff.const == 0
         case _:
             return False
+
+
+def _buffer_stride(sym: Sym, dim: int, ctx: PathContext) -> Expr:
+    """``stride(sym, dim)``, computed when ``sym`` is contiguous (an allocation or a tensor
+    argument) and the later dimensions are constants; opaque otherwise."""
+    opaque = StrideExpr(sym, dim, INDEX)
+    if sym in ctx.windows:
+        return opaque
+    shape = ctx.shape(sym)
+    if shape is None or any(
+        a.sym is sym and a.type.window for a in ctx.proc.args if isinstance(a.type, TensorType)
+    ):
+        return opaque
+    total = 1
+    for d in shape[dim + 1 :]:
+        n = af.to_aff(d)
+        if n is None or not n.is_const():
+            return opaque
+        total *= n.const
+    return Const(total, INT)
+
+
+def _arg_strides(
+    callee: ProcDef, args: tuple[Expr, ...], ctx: PathContext
+) -> dict[tuple[Sym, int], Expr]:
+    """The strides of each tensor parameter of ``callee`` as the call passes them."""
+    out: dict[tuple[Sym, int], Expr] = {}
+    for param, arg in zip(callee.args, args, strict=True):
+        if not isinstance(param.type, TensorType):
+            continue
+        match arg:
+            case WindowExpr():
+                dims = [d for d, w in enumerate(arg.idx) if isinstance(w, Interval)]
+                for k, d in enumerate(dims):
+                    out[(param.sym, k)] = _buffer_stride(arg.sym, d, ctx)
+            case Read():
+                for k in range(param.type.rank()):
+                    out[(param.sym, k)] = _buffer_stride(arg.sym, k, ctx)
+            case _:
+                pass
+    return out
+
+
+def _subst_strides(e: Expr, table: dict[tuple[Sym, int], Expr]) -> Expr:
+    if isinstance(e, StrideExpr) and (e.sym, e.dim) in table:
+        return table[(e.sym, e.dim)]
+    return map_expr_children(e, lambda x: _subst_strides(x, table))
