@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from cursched.errors import BoundsError
 from cursched.frontend.externs import ExternFunction
 from cursched.frontend.scope import Ctx, Var, is_missing
 from cursched.frontend.typecheck import arith_type, const_eval, extent, has_vars
@@ -442,9 +443,10 @@ class ExprParser:
 
     def _check_interval(self, node: ast.Slice, lo: Expr, hi: Expr, dim: Expr) -> None:
         a, b, n = const_eval(lo), const_eval(hi), const_eval(dim)
-        if a is not None and a < 0:
-            self.ctx.type_error(node, f"window bound {a} is negative")
         if a is not None and b is not None and b <= a:
             self.ctx.type_error(node, f"empty window {a}:{b}")
+        if a is not None and a < 0:
+            raise BoundsError(f"window bound {a} is negative", self.ctx.loc(node))
         if b is not None and n is not None and b > n:
-            self.ctx.type_error(node, f"window bound {b} is past the dimension's size {n}")
+            msg = f"window bound {b} is past the dimension's size {n}"
+            raise BoundsError(msg, self.ctx.loc(node))
