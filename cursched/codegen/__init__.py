@@ -1,0 +1,1 @@
+"""Code generators: ``c/`` (C source, build, runtime wrapper) and the shared build cache."""

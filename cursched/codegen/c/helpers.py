@@ -1,0 +1,79 @@
+"""The ``static inline`` helper functions generated code may need, emitted only when used.
+
+Every helper name starts with ``cs_`` (a prefix ``naming.sanitize`` keeps away from user
+names). Helpers are parameterised by C type name in their own name: ``cs_div_int8_t``.
+"""
+
+from __future__ import annotations
+
+_FLOOR = {
+    "cs_floordiv": (
+        "static inline int_fast64_t cs_floordiv(int_fast64_t a, int_fast64_t b) {\n"
+        "    /* floor division (the divisor is a positive constant) */\n"
+        "    int_fast64_t q = a / b;\n"
+        "    return (a % b != 0 && a < 0) ? q - 1 : q;\n"
+        "}"
+    ),
+    "cs_floormod": (
+        "static inline int_fast64_t cs_floormod(int_fast64_t a, int_fast64_t b) {\n"
+        "    /* floor modulo: the result has the sign of the (positive) divisor */\n"
+        "    int_fast64_t r = a % b;\n"
+        "    return r < 0 ? r + b : r;\n"
+        "}"
+    ),
+}
+
+
+def _typed(name: str) -> str:
+    """C text of a per-type helper ``cs_<kind>_<ctype>``."""
+    _, kind, ct = name.split("_", 2)
+    if kind == "div":
+        return (
+            f"static inline {ct} cs_div_{ct}({ct} a, {ct} b) {{\n"
+            "    /* C truncating division; no trap on 0 or on INT_MIN / -1 */\n"
+            f"    return b == 0 ? 0 : (b == -1 ? ({ct})(0u - (uint32_t)a) : ({ct})(a / b));\n"
+            "}"
+        )
+    if kind == "mod":
+        return (
+            f"static inline {ct} cs_mod_{ct}({ct} a, {ct} b) {{\n"
+            f"    return (b == 0 || b == -1) ? 0 : ({ct})(a % b);\n"
+            "}"
+        )
+    if kind == "relu":
+        # ``x < 0 ? 0 : x`` keeps NaN and -0.0 like numpy's maximum(x, 0).
+        return f"static inline {ct} cs_relu_{ct}({ct} x) {{ return x < 0 ? ({ct})0 : x; }}"
+    if kind in ("max", "min"):
+        op = ">" if kind == "max" else "<"
+        return f"static inline {ct} cs_{kind}_{ct}({ct} a, {ct} b) {{ return a {op} b ? a : b; }}"
+    if kind == "sigmoid":
+        if ct == "_Float16":
+            return (
+                "static inline _Float16 cs_sigmoid__Float16(_Float16 x) {\n"
+                "    _Float16 e = (_Float16)expf(-(float)x);\n"
+                "    _Float16 d = (_Float16)(1.0f + (float)e);\n"
+                "    return (_Float16)(1.0f / (float)d);\n"
+                "}"
+            )
+        one, exp = ("1.0f", "expf") if ct == "float" else ("1.0", "exp")
+        return (
+            f"static inline {ct} cs_sigmoid_{ct}({ct} x) {{ return {one} / ({one} + {exp}(-x)); }}"
+        )
+    raise KeyError(name)
+
+
+class Helpers:
+    """The set of helpers one compile unit needs."""
+
+    def __init__(self) -> None:
+        self._needed: set[str] = set()
+
+    def need(self, name: str) -> None:
+        self._needed.add(name)
+
+    def text(self) -> str:
+        """C definitions of every needed helper, in a stable order."""
+        out = []
+        for name in sorted(self._needed):
+            out.append(_FLOOR[name] if name in _FLOOR else _typed(name))
+        return "\n\n".join(out)

@@ -1,0 +1,341 @@
+"""One proc as one C function: signature (the ABI), asserts as assumptions, statements.
+
+ABI of a generated function ``void name(...)``, one or more C parameters per proc argument,
+in argument order:
+
+* ``size`` / ``index`` argument ``n``: ``int_fast64_t n`` (by value).
+* ``bool`` argument ``b``: ``bool b``.
+* data scalar ``x: f32``: ``float *x`` (one element, by reference).
+* tensor ``A: f32[n, m]``: ``float *restrict A``, row-major and contiguous; its strides are
+  implied by the shape.
+* window ``A: [f32][n, m]``: ``float *restrict A, int_fast64_t A_stride_0,
+  int_fast64_t A_stride_1``: a pointer to element ``[0, 0]`` and one element stride per
+  dimension (any value, including 0 or negative).
+
+Asserts become ``if (!(cond)) __builtin_unreachable();`` (the Python wrapper checks them before
+any C runs). Allocations in ``DRAM`` live on the stack when their shape is constant and they
+take at most ``STACK_LIMIT`` bytes, on the heap otherwise, freed at the end of their block
+(procs have no early exits); other memories use their ``c_alloc``/``c_free`` hooks. ``par``
+loops are ``#pragma omp parallel for`` loops.
+
+Instruction procs are expanded through their C template. Placeholders, for a parameter ``x``:
+``{x}`` is the C expression of a control argument, the lvalue of a data scalar argument, and
+the element pointer of a tensor or window argument; ``{x_data}`` is the address of the first
+element (data scalars, tensors, windows); ``{x_stride_k}`` is the element stride of dimension
+``k`` of a tensor or window argument. Other braces are left alone; an unknown placeholder is
+a ``CodegenError``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import assert_never
+
+from cursched.codegen.c.expressions import Buffer, ExprGen, paren, row_major
+from cursched.codegen.c.helpers import Helpers
+from cursched.codegen.c.naming import Namer
+from cursched.errors import CodegenError
+from cursched.ir.memory import DRAM, DRAM_STACK, Memory
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    Call,
+    Const,
+    Expr,
+    FnArg,
+    For,
+    If,
+    Pass,
+    ProcDef,
+    Read,
+    Reduce,
+    Scope,
+    Stmt,
+    WindowExpr,
+    WindowStmt,
+)
+from cursched.ir.types import F16, ControlType, DataType, TensorType
+
+#: Largest constant-size DRAM allocation (bytes) placed on the stack.
+STACK_LIMIT = 4096
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+IND = "    "
+
+
+@dataclass(frozen=True, slots=True)
+class CParam:
+    """The C parameters of one proc argument: its own name, then strides for a window."""
+
+    arg: FnArg
+    names: tuple[str, ...]
+    decl: str
+
+
+def c_params(p: ProcDef, names: Namer) -> tuple[CParam, ...]:
+    """Bind every argument of ``p`` in ``names`` and return the C parameters (the ABI)."""
+    for a in p.args:
+        names.bind(a.sym)
+    out: list[CParam] = []
+    for a in p.args:
+        n = names.name(a.sym)
+        t = a.type
+        match t:
+            case ControlType():
+                ct = "bool" if t.name == "bool" else "int_fast64_t"
+                out.append(CParam(a, (n,), f"{ct} {n}"))
+            case DataType():
+                out.append(CParam(a, (n,), f"{t.c_name} *{n}"))
+            case TensorType():
+                decls = [f"{t.elem.c_name} *restrict {n}"]
+                strides: list[str] = []
+                if t.window:
+                    for k in range(t.rank()):
+                        s = names.fresh(f"{n}_stride_{k}")
+                        strides.append(s)
+                        decls.append(f"int_fast64_t {s}")
+                out.append(CParam(a, (n, *strides), ", ".join(decls)))
+            case _:
+                assert_never(t)
+    return tuple(out)
+
+
+def signature(cname: str, params: tuple[CParam, ...]) -> str:
+    return f"void {cname}({', '.join(p.decl for p in params) or 'void'})"
+
+
+class FunctionGen:
+    """Prints one proc's C function. ``callee_name`` gives the C name of a called proc."""
+
+    def __init__(
+        self,
+        p: ProcDef,
+        cname: str,
+        taken: set[str],
+        helpers: Helpers,
+        callee_name: Callable[[ProcDef], str],
+    ) -> None:
+        self.p = p
+        self.cname = cname
+        self.names = Namer(taken)
+        self.ex = ExprGen(self.names, helpers)
+        self.callee_name = callee_name
+        self.params = c_params(p, self.names)
+        for cp in self.params:
+            self._bind_arg(cp)
+
+    def _bind_arg(self, cp: CParam) -> None:
+        a, n = cp.arg, cp.names[0]
+        t = a.type
+        match t:
+            case ControlType():
+                if t.name == "size":
+                    self.ex.nonneg.add(a.sym)
+            case DataType():
+                self.ex.bufs[a.sym] = Buffer(t, n, (), scalar=f"*{n}")
+            case TensorType():
+                if t.window:
+                    strides = cp.names[1:]
+                else:
+                    strides = row_major(tuple(self.ex.ctrl(s) for s in t.shape))
+                self.ex.bufs[a.sym] = Buffer(t.elem, n, strides)
+            case _:
+                assert_never(t)
+
+    def text(self) -> str:
+        lines = [signature(self.cname, self.params) + " {"]
+        for pred in self.p.preds:
+            lines.append(f"{IND}if (!({self.ex.ctrl(pred)})) __builtin_unreachable();")
+        lines += self.block(self.p.body, IND)
+        lines.append("}")
+        return "\n".join(lines)
+
+    # -- statements ------------------------------------------------------------------------
+    def block(
+        self, body: tuple[Stmt, ...], ind: str, pre: Callable[[], None] | None = None
+    ) -> list[str]:
+        self.names.push()
+        if pre is not None:
+            pre()
+        frees: list[str] = []
+        lines: list[str] = []
+        for s in body:
+            lines += self.stmt(s, ind, frees)
+        lines += [ind + f for f in reversed(frees) if f]
+        self.names.pop()
+        return lines
+
+    def stmt(self, s: Stmt, ind: str, frees: list[str]) -> list[str]:
+        ex = self.ex
+        match s:
+            case Assign() | Reduce():
+                return [ind + self._update(s)]
+            case Pass():
+                return [ind + "/* pass */"]
+            case If():
+                out = [f"{ind}if ({ex.ctrl(s.cond)}) {{"]
+                out += self.block(s.body, ind + IND)
+                if s.orelse:
+                    out.append(f"{ind}}} else {{")
+                    out += self.block(s.orelse, ind + IND)
+                return [*out, ind + "}"]
+            case For():
+                return self._for(s, ind)
+            case Alloc():
+                return self._alloc(s, ind, frees)
+            case Call():
+                return self._call(s, ind)
+            case WindowStmt():
+                b = ex.window(s.rhs)
+                name = self.names.bind(s.sym)
+                ex.bufs[s.sym] = Buffer(b.elem, name, b.strides)
+                return [f"{ind}{b.elem.c_name} *{name} = {b.base};"]
+            case Scope():
+                return [
+                    f"{ind}/* scope {s.name} */",
+                    ind + "{",
+                    *self.block(s.body, ind + IND),
+                    ind + "}",
+                ]
+            case _:
+                assert_never(s)
+
+    def _update(self, s: Assign | Reduce) -> str:
+        b = self.ex.buf(s.sym)
+        t = b.elem
+        lhs = self.ex.access(s.sym, s.idx)
+        rhs = self.ex.data(s.rhs, t)
+        if isinstance(s, Assign):
+            return f"{lhs} = {strip(rhs)};"
+        if t == F16:
+            return f"{lhs} = (_Float16)((float){paren(lhs)} + (float){paren(rhs)});"
+        if t.is_float():
+            return f"{lhs} += {strip(rhs)};"
+        return f"{lhs} = ({t.c_name})((uint32_t){paren(lhs)} + (uint32_t){paren(rhs)});"
+
+    def _for(self, s: For, ind: str) -> list[str]:
+        lo, hi = self.ex.ctrl(s.lo), self.ex.ctrl(s.hi)
+        head: list[str] = []
+
+        def bind_iter() -> None:
+            i = self.names.bind(s.iter)
+            if self.ex.is_nonneg(s.lo):
+                self.ex.nonneg.add(s.iter)
+            if s.mode == "par":
+                head.append(f"{ind}#pragma omp parallel for")
+            head.append(f"{ind}for (int_fast64_t {i} = {lo}; {i} < {hi}; {i}++) {{")
+
+        body = self.block(s.body, ind + IND, pre=bind_iter)
+        return [*head, *body, ind + "}"]
+
+    def _alloc(self, s: Alloc, ind: str, frees: list[str]) -> list[str]:
+        mem: type[Memory] = s.mem
+        if mem.target != "c":
+            raise CodegenError(f"allocation of '{s.sym}' in {mem.name()}: not a C memory")
+        name = self.names.bind(s.sym)
+        t = s.type
+        if isinstance(t, DataType):
+            self.ex.bufs[s.sym] = Buffer(t, f"&{name}", (), scalar=name)
+            return _indent(mem.c_alloc(name, t.c_name, ()), ind)
+        shape = tuple(self.ex.ctrl(e) for e in t.shape)
+        ct = t.elem.c_name
+        if mem is DRAM and _const_bytes(t) is not None and (_const_bytes(t) or 0) <= STACK_LIMIT:
+            mem = DRAM_STACK
+        self.ex.bufs[s.sym] = Buffer(t.elem, name, row_major(shape))
+        frees.append(mem.c_free(name, ct, shape))
+        return _indent(mem.c_alloc(name, ct, shape), ind)
+
+    # -- calls -----------------------------------------------------------------------------
+    def _buffer_arg(self, e: Expr) -> Buffer:
+        if isinstance(e, WindowExpr):
+            return self.ex.window(e)
+        if isinstance(e, Read) and not e.idx:
+            return self.ex.buf(e.sym)
+        raise CodegenError(f"tensor parameter given {type(e).__name__}")
+
+    def _scalar_address(self, e: Expr) -> tuple[str, str]:
+        """Address and lvalue of a data scalar argument (a scalar or one tensor element)."""
+        if isinstance(e, Read):
+            return self.ex.address(e.sym, e.idx), self.ex.access(e.sym, e.idx)
+        raise CodegenError(f"data scalar parameter given {type(e).__name__}")
+
+    def _call(self, s: Call, ind: str) -> list[str]:
+        callee = s.proc
+        if len(callee.args) != len(s.args):
+            raise CodegenError(f"call of {callee.name} with {len(s.args)} arguments")
+        if callee.instr is not None:
+            return self._instr(s, ind)
+        cargs: list[str] = []
+        for prm, arg in zip(callee.args, s.args, strict=True):
+            t = prm.type
+            match t:
+                case ControlType():
+                    cargs.append(strip(self.ex.ctrl(arg)))
+                case DataType():
+                    cargs.append(self._scalar_address(arg)[0])
+                case TensorType():
+                    b = self._buffer_arg(arg)
+                    cargs.append(b.base)
+                    if t.window:
+                        cargs += b.strides
+                case _:
+                    assert_never(t)
+        return [f"{ind}{self.callee_name(callee)}({', '.join(cargs)});"]
+
+    def _instr(self, s: Call, ind: str) -> list[str]:
+        callee = s.proc
+        assert callee.instr is not None
+        subst: dict[str, str] = {}
+        for prm, arg in zip(callee.args, s.args, strict=True):
+            n = prm.sym.name
+            t = prm.type
+            match t:
+                case ControlType():
+                    subst[n] = self.ex.ctrl(arg)
+                case DataType():
+                    subst[f"{n}_data"], subst[n] = self._scalar_address(arg)
+                case TensorType():
+                    b = self._buffer_arg(arg)
+                    subst[n] = subst[f"{n}_data"] = b.base
+                    for k, st in enumerate(b.strides):
+                        subst[f"{n}_stride_{k}"] = st
+                case _:
+                    assert_never(t)
+
+        def repl(m: re.Match[str]) -> str:
+            key = m.group(1)
+            if key not in subst:
+                raise CodegenError(
+                    f"instruction {callee.name}: unknown placeholder {{{key}}} in its C template"
+                    f" (known: {', '.join(sorted(subst))})"
+                )
+            return subst[key]
+
+        return _indent(_PLACEHOLDER.sub(repl, callee.instr.c_template), ind)
+
+
+def strip(s: str) -> str:
+    """``s`` without one pair of parentheses enclosing all of it."""
+    if s.startswith("(") and s.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(s):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and k != len(s) - 1:
+                return s
+        return s[1:-1]
+    return s
+
+
+def _const_bytes(t: TensorType) -> int | None:
+    n = t.elem.np_dtype.itemsize
+    for e in t.shape:
+        if not isinstance(e, Const) or isinstance(e.value, bool) or not isinstance(e.value, int):
+            return None
+        n *= e.value
+    return n
+
+
+def _indent(text: str, ind: str) -> list[str]:
+    return [ind + line for line in text.splitlines() if line.strip()]
