@@ -118,7 +118,7 @@ register(
 
 @proc
 def copy_block(N: size, A: f32[N, N], B: f32[N, N]):
-    assert N >= 4
+    assert N >= 5
     inner = A[1 : N - 1, 0:N]
     copy2d(2, N - 2, B[0:2, 2:N], inner[1:3, 1 : N - 1])
 
