@@ -334,8 +334,8 @@ class _Verifier:
                 if _is_int(pt) != _is_int(e.type) or not isinstance(e.type, ControlType):
                     self.fail("call-args", path, f"{e.type} passed for {param.sym!r}: {pt}")
             case DataType():
-                if not isinstance(e, Read):
-                    self.fail("call-args", path, f"data parameter {param.sym!r} needs a buffer")
+                if not isinstance(e, Read) or isinstance(e.type, TensorType):
+                    self.fail("call-args", path, f"data parameter {param.sym!r} needs a scalar")
                 self.data_read(e, path)
                 if e.type != pt:
                     self.fail("call-args", path, f"{e.type} passed for {param.sym!r}: {pt}")
