@@ -14,7 +14,7 @@ Sizes are drawn by rejection sampling from a small candidate set per control arg
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, assert_never
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp import eval_control, interpret
 from cursched.interp_values import fmt_expr
-from cursched.ir.nodes import BinOp, Const, FnArg, ProcDef
+from cursched.ir.nodes import BinOp, Const, Expr, FnArg, ProcDef, Read
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr
 from cursched.ir.types import ControlType, DataType, TensorType, Type
@@ -86,6 +86,41 @@ def _satisfied(pd: ProcDef, values: Mapping[Sym, Any]) -> bool:
     return True
 
 
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, BinOp) and e.op == "and":
+        return _conjuncts(e.lhs) + _conjuncts(e.rhs)
+    return [e]
+
+
+def _definitions(pd: ProcDef) -> dict[Sym, list[Expr]]:
+    """For asserts ``x == e`` (or ``e == x``): the expressions that define control ``x``.
+
+    Rejection sampling alone rarely hits ``m == 2 * n + 1``; solving such equalities for the
+    variable drawn later makes those asserts cheap.
+    """
+    defs: dict[Sym, list[Expr]] = {}
+    for pred in pd.preds:
+        for c in _conjuncts(pred):
+            if not (isinstance(c, BinOp) and c.op == "=="):
+                continue
+            for var, other in ((c.lhs, c.rhs), (c.rhs, c.lhs)):
+                if isinstance(var, Read) and not var.idx:
+                    defs.setdefault(var.sym, []).append(other)
+    return defs
+
+
+def _solve(defs: Sequence[Expr], values: Mapping[Sym, Any]) -> int | bool | None:
+    """The value of the first definition computable from the values drawn so far."""
+    for e in defs:
+        try:
+            v = eval_control(e, values)
+        except InterpreterError:
+            continue
+        if isinstance(v, int):
+            return v
+    return None
+
+
 def _draw_controls(
     pd: ProcDef, rng: np.random.Generator, sizes: Mapping[str, int | bool]
 ) -> dict[Sym, int | bool]:
@@ -103,14 +138,21 @@ def _draw_controls(
         pinned = sizes.get(a.sym.name)
         cands.append([pinned] if pinned is not None else _candidates(a.type, consts, moduli))
     syms = [a.sym for a in controls]
+    defs = _definitions(pd)
+    positive = {
+        a.sym for a in controls if isinstance(a.type, ControlType) and a.type.name == "size"
+    }
     for _ in range(_REJECTION_TRIES):
-        values = {s: c[int(rng.integers(len(c)))] for s, c in zip(syms, cands, strict=True)}
-        if _satisfied(pd, values):
+        values: dict[Sym, int | bool] = {}
+        for s, c in zip(syms, cands, strict=True):
+            solved = None if len(c) == 1 else _solve(defs.get(s, ()), values)
+            values[s] = solved if solved is not None else c[int(rng.integers(len(c)))]
+        if all(values[s] > 0 for s in positive) and _satisfied(pd, values):
             return values
     # rejection failed (a rare combination): search the candidates exhaustively, in order
     for combo in itertools.islice(itertools.product(*cands), _ENUMERATION_LIMIT):
         values = dict(zip(syms, combo, strict=True))
-        if _satisfied(pd, values):
+        if all(values[s] > 0 for s in positive) and _satisfied(pd, values):
             return values
     preds = "; ".join(fmt_expr(e) for e in pd.preds)
     raise ArgumentError(

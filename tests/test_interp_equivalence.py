@@ -1,0 +1,252 @@
+"""assert_equivalent and random_args: differential testing on inputs satisfying the asserts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cursched import DRAM, ArgumentError, proc
+from cursched.testing import assert_equivalent, random_args
+
+
+@proc
+def sgemm(n: size, m: size, k: size, A: f32[n, k] @ DRAM, B: f32[k, m] @ DRAM, C: f32[n, m] @ DRAM):
+    for i in seq(0, n):
+        for j in seq(0, m):
+            for kk in seq(0, k):
+                C[i, j] += A[i, kk] * B[kk, j]
+
+
+@proc
+def sgemm_reordered(
+    n: size, m: size, k: size, A: f32[n, k] @ DRAM, B: f32[k, m] @ DRAM, C: f32[n, m] @ DRAM
+):
+    for kk in seq(0, k):
+        for i in seq(0, n):
+            for j in seq(0, m):
+                C[i, j] += A[i, kk] * B[kk, j]
+
+
+@proc
+def sgemm_short(
+    n: size, m: size, k: size, A: f32[n, k] @ DRAM, B: f32[k, m] @ DRAM, C: f32[n, m] @ DRAM
+):
+    for i in seq(0, n):
+        for j in seq(0, m):
+            for kk in seq(0, k - 1):
+                C[i, j] += A[i, kk] * B[kk, j]
+
+
+def test_equal_procs_pass() -> None:
+    assert_equivalent(sgemm, sgemm)
+    assert_equivalent(sgemm, sgemm_reordered)
+    assert_equivalent(sgemm.ir(), sgemm_reordered.ir(), trials=2)
+
+
+def test_dropped_iteration_is_caught_with_sizes_index_and_values() -> None:
+    with pytest.raises(AssertionError) as info:
+        assert_equivalent(sgemm, sgemm_short)
+    msg = str(info.value)
+    assert "sgemm and sgemm_short differ on trial 0 (seed 0; n = " in msg
+    assert "output C[0, 0] is " in msg
+    assert "elements differ" in msg
+
+
+def test_failure_message_is_deterministic() -> None:
+    msgs = []
+    for _ in range(2):
+        with pytest.raises(AssertionError) as info:
+            assert_equivalent(sgemm, sgemm_short, seed=7)
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1]
+    assert "(seed 7;" in msgs[0]
+
+
+def test_random_args_is_deterministic_and_seed_dependent() -> None:
+    a = random_args(sgemm, np.random.default_rng(3))
+    b = random_args(sgemm, np.random.default_rng(3))
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])  # type: ignore[arg-type]
+    draws = {tuple(random_args(sgemm, np.random.default_rng(s))["A"].shape) for s in range(8)}  # type: ignore[attr-defined]
+    assert len(draws) > 1
+
+
+def test_sizes_pin_values() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        args = random_args(sgemm, rng, sizes={"n": 8})
+        assert args["n"] == 8
+        assert args["A"].shape[0] == 8  # type: ignore[attr-defined]
+    with pytest.raises(AssertionError, match=r"n = 2, m = 3, k = 1"):
+        assert_equivalent(sgemm, sgemm_short, sizes={"n": 2, "m": 3, "k": 1})
+
+
+def test_sizes_must_name_control_arguments() -> None:
+    with pytest.raises(ArgumentError, match="not control arguments"):
+        random_args(sgemm, np.random.default_rng(0), sizes={"A": 3})
+
+
+@proc
+def blocked(n: size, m: size, lo: index, flag: bool, x: f32[n, m] @ DRAM):
+    assert n % 4 == 0 and m == 2 * n + 1
+    assert lo >= 2 and lo < n
+    for i in seq(lo, n):
+        if flag:
+            x[i, 0] = 1.0
+
+
+def test_draws_satisfy_the_asserts() -> None:
+    rng = np.random.default_rng(0)
+    seen_n = set()
+    for _ in range(30):
+        args = random_args(blocked, rng)
+        n, m, lo = args["n"], args["m"], args["lo"]
+        assert isinstance(n, int) and isinstance(m, int) and isinstance(lo, int)
+        assert n % 4 == 0 and m == 2 * n + 1 and 2 <= lo < n
+        assert isinstance(args["flag"], bool)
+        seen_n.add(n)
+    assert len(seen_n) > 1
+
+
+@proc
+def impossible(n: size, x: f32[n] @ DRAM):
+    assert n > 4 and n < 3
+    x[0] = 1.0
+
+
+def test_unsatisfiable_asserts_raise() -> None:
+    with pytest.raises(ArgumentError, match="could not draw arguments of impossible"):
+        random_args(impossible, np.random.default_rng(0))
+
+
+@proc
+def scale(n: size, m: size, W: [f32][n, m] @ DRAM, s: f32):  # noqa: RUF016
+    for i in seq(0, n):
+        for j in seq(0, m):
+            W[i, j] = W[i, j] * s
+
+
+@proc
+def scale_twice(n: size, m: size, W: [f32][n, m] @ DRAM, s: f32):  # noqa: RUF016
+    for i in seq(0, n):
+        for j in seq(0, m):
+            W[i, j] = W[i, j] * s
+    for i in seq(0, n):
+        W[i, 0] = W[i, 0] * s
+
+
+def test_windows_get_strided_arrays_and_scalars_are_compared() -> None:
+    args = random_args(scale, np.random.default_rng(1), sizes={"n": 3})
+    W = args["W"]
+    assert isinstance(W, np.ndarray) and not W.flags.c_contiguous and W.strides[-1] == 4
+    assert isinstance(args["s"], np.ndarray) and args["s"].shape == ()
+    assert_equivalent(scale, scale)
+    with pytest.raises(AssertionError, match=r"output W\[0, 0\]"):
+        assert_equivalent(scale, scale_twice)
+
+
+@proc
+def acc_i8(n: size, a: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[i] * a[i]
+
+
+@proc
+def acc_i8_backwards(n: size, a: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[n - 1 - i] * a[n - 1 - i]
+
+
+@proc
+def acc_i8_plus_one(n: size, a: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[i] * a[i]
+    out[0] += 1
+
+
+def test_integers_compare_exactly() -> None:
+    assert_equivalent(acc_i8, acc_i8_backwards)  # wrap-around addition is associative
+    with pytest.raises(AssertionError, match=r"output out\[0\]"):
+        assert_equivalent(acc_i8, acc_i8_plus_one)
+
+
+@proc
+def nan_out(n: size, x: f32[n] @ DRAM):
+    t: f32
+    for i in seq(0, n):
+        x[i] = t
+
+
+def test_nan_equals_nan() -> None:
+    assert_equivalent(nan_out, nan_out)
+
+
+@proc
+def copy(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i]
+
+
+@proc
+def copy_scaled(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i] * 1.00001
+
+
+def test_tolerances() -> None:
+    assert_equivalent(copy, copy_scaled)  # within the default f32 tolerance
+    with pytest.raises(AssertionError, match=r"rtol=1e-07, atol=0"):
+        assert_equivalent(copy, copy_scaled, rtol=1e-7, atol=0.0)
+
+
+@proc
+def copy_other_names(n: size, x: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        z[i] = x[i]
+
+
+@proc
+def copy_f64(n: size, x: f32[n] @ DRAM, y: f64[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i]
+
+
+@proc
+def copy_extra(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, s: f32):
+    for i in seq(0, n):
+        y[i] = x[i] * s
+
+
+def test_signatures_must_match() -> None:
+    with pytest.raises(
+        AssertionError, match=r"argument 2 is `y: f32\[n\]` in copy but `z: f32\[n\]`"
+    ):
+        assert_equivalent(copy, copy_other_names)
+    with pytest.raises(AssertionError, match=r"different signatures.*f64\[n\]"):
+        assert_equivalent(copy, copy_f64)
+    with pytest.raises(AssertionError, match="copy has 3 arguments, copy_extra has 4"):
+        assert_equivalent(copy, copy_extra)
+
+
+@proc
+def shifted_copy(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    assert n >= 1
+    for i in seq(0, n):
+        y[i] = x[i + 0]
+
+
+def test_q_failing_where_p_runs_is_a_difference() -> None:
+    from cursched.ir.nodes import BinOp, Const, Read
+
+    ir = shifted_copy.ir()
+    loop = ir.body[0]
+    assign = loop.body[0]  # type: ignore[union-attr]
+    idx = assign.rhs.idx[0]  # i + 0 -> i + 1: reads one past the end
+    bad_idx = BinOp("+", idx.lhs, Const(1, idx.rhs.type), idx.type)
+    bad_rhs = Read(assign.rhs.sym, (bad_idx,), assign.rhs.type)
+    bad = ir.replace(body=(loop.replace(body=(assign.replace(rhs=bad_rhs),)),))  # type: ignore[union-attr]
+    with pytest.raises(
+        AssertionError, match=r"shifted_copy fails where shifted_copy runs.*out-of-bounds read"
+    ):
+        assert_equivalent(shifted_copy, bad)
