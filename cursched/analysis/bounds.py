@@ -38,7 +38,7 @@ from cursched.ir.nodes import (
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import map_expr_children, stmt_exprs, subst_expr, walk_expr
-from cursched.ir.types import INDEX, INT, TensorType
+from cursched.ir.types import INDEX, INT, ControlType, TensorType
 
 
 def check_bounds(p: ProcDef) -> ProcDef:
@@ -132,10 +132,11 @@ class _Checker:
         callee = s.proc
         env: dict[Sym, Expr | Sym] = {}
         for param, arg in zip(callee.args, s.args, strict=True):
-            if not isinstance(param.type, TensorType):
-                if isinstance(arg, Read) and not isinstance(arg.type, TensorType):
-                    env[param.sym] = arg
+            if isinstance(param.type, ControlType):
+                env[param.sym] = arg
                 continue
+            if not isinstance(param.type, TensorType):
+                continue  # a data scalar: an element access, checked as a read
             want = tuple(subst_expr(d, env) for d in param.type.shape)
             have = self.arg_shape(arg, ctx)
             name = f"argument {param.sym.name} of {callee.name}"
