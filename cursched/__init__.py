@@ -28,6 +28,7 @@ from cursched.ir.memory import (
     SHARED,
     Memory,
 )
+from cursched.primitives import delete_pass, insert_pass, rename, reorder_stmts
 from cursched.proc import Proc, instr, proc
 
 __all__ = [
@@ -52,6 +53,10 @@ __all__ = [
     "SchedulingError",
     "StaleCursorError",
     "TypeCheckError",
+    "delete_pass",
+    "insert_pass",
     "instr",
     "proc",
+    "rename",
+    "reorder_stmts",
 ]

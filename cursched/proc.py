@@ -8,9 +8,19 @@ because they return ``Proc`` objects.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cursched.ir.nodes import ProcDef
+
+if TYPE_CHECKING:
+    from cursched.cursors import (
+        ArgCursor,
+        BlockCursor,
+        Cursor,
+        ForCursor,
+        StepRecord,
+        Tombstone,
+    )
 
 
 class Proc:
@@ -20,13 +30,16 @@ class Proc:
     untouched.
     """
 
-    __slots__ = ("_ir", "_parent", "_step", "_version")
+    __slots__ = ("_fwd_cache", "_ir", "_parent", "_step", "_version")
 
-    def __init__(self, ir: ProcDef, parent: Proc | None = None, step: Any = None) -> None:
+    def __init__(
+        self, ir: ProcDef, parent: Proc | None = None, step: StepRecord | None = None
+    ) -> None:
         self._ir = ir
         self._parent = parent
         self._step = step
-        self._version = 0 if parent is None else parent._version + 1
+        self._version: int = 0 if parent is None else parent._version + 1
+        self._fwd_cache: dict[Any, Any] | None = None
 
     # -- the IR --------------------------------------------------------------------------
     @property
@@ -53,6 +66,88 @@ class Proc:
         """The version this proc was made from, or None for a proc made by ``@proc``."""
         return self._parent
 
+    def step(self) -> StepRecord | None:
+        """How this version was made from its parent (None for the original)."""
+        return self._step
+
+    def history(self, var: str | None = None) -> str:
+        """The schedule that made this proc, as a Python script replaying it.
+
+        Args:
+            var: the name of the original proc where the script runs (default: its name).
+        """
+        from cursched.cursors.history import history_script
+
+        return history_script(self, var)
+
+    # -- cursors (the facade over cursched.cursors) ------------------------------------------
+    def _forward_cache(self) -> dict[Any, Any]:
+        if self._fwd_cache is None:
+            self._fwd_cache = {}
+        return self._fwd_cache
+
+    def forward(self, cursor: Cursor | Tombstone) -> Cursor | Tombstone:
+        """``cursor``, made on this proc or on an ancestor version, as a cursor of this proc.
+
+        Returns a ``Tombstone`` (falsy) when a step on the way killed its node.
+
+        Raises:
+            ForeignCursorError: when the cursor's version is not an ancestor of this one.
+        """
+        from cursched.cursors.lineage import forward_cursor
+
+        return forward_cursor(self, cursor)
+
+    def find(self, pattern: str, many: bool = False) -> Any:
+        """The first match of ``pattern`` (``"for i in _: _"``, ``"x[_] * _ #1"``, ...), or
+        the list of all matches with ``many=True``.
+
+        Raises:
+            PatternError: when the pattern is malformed or matches nothing.
+        """
+        from cursched.cursors.patterns import find
+
+        return find(self, pattern, many=many)
+
+    def find_all(self, pattern: str) -> list[Cursor]:
+        """Every match of ``pattern``."""
+        from cursched.cursors.patterns import find
+
+        out: list[Cursor] = find(self, pattern, many=True)
+        return out
+
+    def find_loop(self, pattern: str) -> ForCursor:
+        """The loop named by ``"i"`` or ``"i #1"`` (the second loop over ``i``)."""
+        from cursched.cursors.patterns import find_loop
+
+        return find_loop(self, pattern)
+
+    def find_alloc_or_arg(self, name: str) -> Cursor:
+        """The allocation named ``name``, else the parameter of that name."""
+        from cursched.cursors.patterns import find_alloc_or_arg
+
+        return find_alloc_or_arg(self, name)
+
+    def at(self, where: str) -> Cursor:
+        """The cursor at a printed location: ``"body[0].body[1]"``, ``"body[0].rhs"``,
+        ``"body[2:4]"`` (a block), ``"args[1]"`` (what ``history()`` writes).
+        """
+        from cursched.cursors import at
+
+        return at(self, where)
+
+    def body(self) -> BlockCursor:
+        """The proc's body as a block cursor."""
+        from cursched.cursors import BlockCursor, BlockLoc
+
+        return BlockCursor(self, BlockLoc((), "body", 0, len(self._ir.body)))
+
+    def args(self) -> tuple[ArgCursor, ...]:
+        """The parameters, as cursors."""
+        from cursched.cursors import ArgCursor, ArgLoc
+
+        return tuple(ArgCursor(self, ArgLoc(i)) for i in range(len(self._ir.args)))
+
     # -- showing ---------------------------------------------------------------------------
     def __str__(self) -> str:
         from cursched.ir.printer import print_proc
@@ -61,6 +156,11 @@ class Proc:
 
     def __repr__(self) -> str:
         return f"<Proc {self._ir.name} v{self._version}>"
+
+    def _repr_html_(self) -> str:
+        from cursched.cursors.show import html_text
+
+        return html_text(str(self))
 
     # -- running ---------------------------------------------------------------------------
     def interpret(self, *args: Any, **kwargs: Any) -> None:

@@ -1,0 +1,125 @@
+"""``Proc.history()``: the schedule that made a proc, as a Python script that replays it.
+
+Each step becomes ``p, (field, ...) = primitive(p, args...)`` with the variables named after
+the fields of the returned cursors dataclass. An argument that was a cursor returned by an
+earlier step is written as that step's variable when the variable still holds it; any other
+cursor is written as a locator on the current proc (``p.at("body[0].body[1]")``), which replays
+to the same node because the script rebuilds the same versions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cursched.cursors.kinds import Cursor, Tombstone
+from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc, NoLoc, format_path
+
+if TYPE_CHECKING:
+    from cursched.cursors.lineage import StepRecord
+    from cursched.proc import Proc
+
+
+def locator(loc: Loc, var: str = "p") -> str:
+    """Python text that, evaluated with ``var`` bound to the proc, yields a cursor at ``loc``."""
+    match loc:
+        case NodeLoc():
+            return f"{var}.at({format_path(loc.path)!r})"
+        case BlockLoc():
+            head = format_path(loc.parent)
+            text = f"{head + '.' if head else ''}{loc.attr}[{loc.lo}:{loc.hi}]"
+            return f"{var}.at({text!r})"
+        case GapLoc():
+            return f"{var}.at({format_path(loc.anchor)!r}).{loc.side}()"
+        case ArgLoc():
+            return f"{var}.at('args[{loc.index}]')"
+        case NoLoc():
+            return "None"
+    raise AssertionError(loc)
+
+
+class _Script:
+    """Builds the script, tracking which variable holds which step's result."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        # variable -> (version whose step bound it, location it holds)
+        self.vars: dict[str, tuple[int, Any]] = {}
+
+    def value(self, raw: Any, forwarded: Any) -> str:
+        if isinstance(raw, Cursor):
+            return self.cursor(raw, forwarded)
+        if isinstance(raw, tuple | list):
+            items = [self.value(r, f) for r, f in zip(raw, forwarded, strict=True)]
+            inner = ", ".join(items) + ("," if len(items) == 1 and isinstance(raw, tuple) else "")
+            return f"({inner})" if isinstance(raw, tuple) else f"[{inner}]"
+        return literal(raw)
+
+    def cursor(self, raw: Cursor, forwarded: Any) -> str:
+        version = raw.proc().version
+        for var, (v, held) in self.vars.items():
+            if v == version and held == raw.loc:
+                return var
+            if v == version and isinstance(held, tuple) and raw.loc in held:
+                return f"{var}[{held.index(raw.loc)}]"
+        assert isinstance(forwarded, Cursor)
+        return locator(forwarded.loc)
+
+    def step(self, q: Proc, step: StepRecord) -> None:
+        args = [self.value(r, f) for r, f in zip(step.args, step.inputs, strict=True)]
+        args += [
+            f"{k}={self.value(r, f)}"
+            for (k, r), (_, f) in zip(step.kwargs, step.kw_inputs, strict=True)
+        ]
+        names = [name for name, _ in step.results]
+        comma = "," if len(names) == 1 else ""
+        lhs = f"p, ({', '.join(names)}{comma})" if names else "p, _"
+        self.lines.append(f"{lhs} = {step.primitive}({', '.join(['p', *args])})")
+        for name, locs in step.results:
+            self.vars[name] = (q.version, locs)
+
+
+def literal(v: Any) -> str:
+    """Python text for a plain argument value (numbers, strings, memories, types, procs)."""
+    from cursched.proc import Proc
+
+    if v is None or isinstance(v, bool | int | float | str):
+        return repr(v)
+    if isinstance(v, tuple | list):
+        inner = ", ".join(literal(x) for x in v) + ("," if len(v) == 1 else "")
+        return f"({inner})" if isinstance(v, tuple) else f"[{inner}]"
+    if isinstance(v, Proc):
+        return v.name()
+    if isinstance(v, type):
+        return v.__name__
+    if isinstance(v, Tombstone):
+        return repr(repr(v))
+    name = getattr(v, "name", None)
+    return str(name) if isinstance(name, str) else repr(v)
+
+
+def history_script(p: Proc, var: str | None = None) -> str:
+    """The schedule that made ``p`` from its original, as a runnable script.
+
+    Args:
+        p: the final version.
+        var: the name the original proc has where the script runs (default: its name).
+    """
+    chain: list[Proc] = []
+    q: Proc | None = p
+    while q is not None:
+        chain.append(q)
+        q = q.parent()
+    chain.reverse()
+    root = chain[0]
+    script = _Script()
+    for q in chain[1:]:
+        step = q.step()
+        assert step is not None
+        script.step(q, step)
+    head = [
+        f"# schedule of {root.name()}: {len(chain) - 1} step(s), v0 -> v{p.version}",
+        "from cursched import *  # noqa: F403",
+        "",
+        f"p = {var or root.name()}",
+    ]
+    return "\n".join([*head, *script.lines]) + "\n"

@@ -1,0 +1,50 @@
+"""Primitives on the proc as a whole: ``rename``."""
+
+from __future__ import annotations
+
+import keyword
+
+from cursched.cursors import Editor
+from cursched.cursors.edits import Rewrite
+from cursched.errors import SchedulingError
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.proc import Proc
+
+
+class InvalidNameError(SchedulingError):
+    """rename, precondition 1: the new name is not a Python identifier (or is a keyword)."""
+
+
+@prim_cursors
+class RenameCursors(PrimCursors):
+    """What ``rename`` returns: no cursors."""
+
+
+@primitive
+def rename(proc: Proc, name: str) -> Rewrite[RenameCursors]:
+    """Give the proc a new name.
+
+    Args:
+        proc: the proc to rewrite.
+        name: the new name.
+
+    Returns:
+        The new proc and ``RenameCursors`` (no fields).
+
+    Preconditions:
+        1. ``name`` is a Python identifier and not a keyword (``InvalidNameError``).
+
+    Forwards/Kills:
+        Every cursor forwards unchanged. Nothing dies.
+
+    Example:
+        ``rename(p, "gemm_v2")``::
+
+            def gemm(...):     ->    def gemm_v2(...):
+                ...                      ...
+    """
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise fail(InvalidNameError, "rename", f"{name!r} is not a valid proc name")
+    ed = Editor(proc.ir())
+    ed.set_proc(name=name)
+    return ed.done(RenameCursors)
