@@ -17,6 +17,7 @@ divisor instead of trapping.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -59,10 +60,17 @@ class Buffer:
     scalar: str | None = None
 
 
+_NUMBER = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?[fF]?")
+_CAST = re.compile(r"\([A-Za-z_][A-Za-z0-9_]*\)")
+
+
 def is_atom(s: str) -> bool:
-    """Whether ``s`` can be used as an operand without parentheses."""
-    if s.isidentifier() or (s.replace(".", "", 1).isdigit()):
+    """Whether ``s`` can be an operand of a binary operator without parentheses."""
+    if s.isidentifier() or _NUMBER.fullmatch(s):
         return True
+    cast = _CAST.match(s)
+    if cast and cast.end() < len(s) and s[cast.end()] != "(" and is_atom(s[cast.end() :]):
+        return True  # ``(float)x[i]``: a cast binds tighter than any binary operator
     # ``f(...)``, ``a[...]`` and ``(...)``: one balanced group that closes at the very end.
     depth = 0
     opened = False
@@ -85,6 +93,40 @@ def paren(s: str) -> str:
     return s if is_atom(s) else f"({s})"
 
 
+_PREC = {"*": 13, "/": 13, "%": 13, "+": 12, "-": 12, "<": 10, "<=": 10, ">": 10, ">=": 10}
+_PREC |= {"==": 9, "!=": 9, "&&": 5, "||": 4, "?": 3, ":": 3}
+
+
+def _top_prec(s: str) -> int:
+    """Lowest precedence among the binary operators of ``s`` outside parentheses.
+
+    Generated code writes every binary operator between spaces and nothing else that way,
+    so a space-delimited token at depth 0 is an operator.
+    """
+    depth, low = 0, 100
+    for k, tok in enumerate(s.split(" ")):
+        if depth == 0 and k and tok in _PREC:
+            low = min(low, _PREC[tok])
+        depth += tok.count("(") + tok.count("[") - tok.count(")") - tok.count("]")
+    return low
+
+
+def binary(a: str, op: str, b: str) -> str:
+    """``a op b`` with the parentheses C's precedence needs (and those gcc asks for).
+
+    A right operand of the same precedence keeps its parentheses: ``a - (b + c)``, and
+    ``a + (b + c)``, which rounds differently from ``a + b + c``.
+    """
+    p = _PREC[op]
+    pa, pb = _top_prec(a), _top_prec(b)
+    # gcc -Wparentheses: comparisons and && inside ||/&&/comparisons get parentheses.
+    if pa < p or (p <= 10 and pa <= 10 and pa != 100):
+        a = f"({a})"
+    if pb <= p or (p <= 10 and pb <= 10):
+        b = f"({b})"
+    return f"{a} {op} {b}"
+
+
 def mul(a: str, b: str) -> str:
     """``a * b`` with the trivial factors folded away (index arithmetic readability)."""
     if b == "1":
@@ -93,7 +135,7 @@ def mul(a: str, b: str) -> str:
         return b
     if "0" in (a, b):
         return "0"
-    return f"{paren(a)} * {paren(b)}"
+    return binary(a, "*", b)
 
 
 def add_terms(terms: list[str]) -> str:
@@ -178,12 +220,11 @@ class ExprGen:
                 lhs, rhs = self.ctrl(e.lhs), self.ctrl(e.rhs)
                 if e.op in ("/", "%"):
                     if self.is_nonneg(e.lhs) and self.is_nonneg(e.rhs):
-                        return f"{paren(lhs)} {e.op} {paren(rhs)}"
+                        return binary(lhs, e.op, rhs)
                     fn = "cs_floordiv" if e.op == "/" else "cs_floormod"
                     self.helpers.need(fn)
                     return f"{fn}({lhs}, {rhs})"
-                op = {"and": "&&", "or": "||"}.get(e.op, e.op)
-                return f"{paren(lhs)} {op} {paren(rhs)}"
+                return binary(lhs, {"and": "&&", "or": "||"}.get(e.op, e.op), rhs)
             case USub():
                 return f"-{paren(self.ctrl(e.arg))}"
             case StrideExpr():
@@ -286,7 +327,7 @@ class ExprGen:
                 return f"{'fmod' if t == F64 else 'fmodf'}({a}, {b})"
             if t == F16:
                 return f"(_Float16)((float){paren(a)} {e.op} (float){paren(b)})"
-            return f"{paren(a)} {e.op} {paren(b)}"
+            return binary(a, e.op, b)
         if e.op in ("/", "%"):
             fn = f"cs_{'div' if e.op == '/' else 'mod'}_{ct}"
             self.helpers.need(fn)

@@ -310,7 +310,7 @@ def compile_proc(
     """Compile ``p`` to C and return a callable running it on numpy arrays and ints.
 
     Args:
-        p: the proc (an instruction proc cannot be compiled on its own).
+        p: the proc (an instruction proc compiles to a function running its template).
         cflags: compiler flags replacing the defaults (``build.DEFAULT_CFLAGS``); ignored
             when ``sanitize`` is set (sanitized builds use ``build.SANITIZE_CFLAGS``).
         extra_cflags: flags appended to the defaults or to ``cflags``.
@@ -330,8 +330,6 @@ def compile_proc(
         BuildError: the C compiler failed.
         ArgumentError: (from the callable) an argument does not fit the signature or asserts.
     """
-    if p.instr is not None:
-        raise CodegenError(f"{p.name} is an instruction; call it from a proc to compile it")
     shim = np_data_offset_ok()
     unit = generate_unit(c_ident(p.name), [p], entry=shim)
     flags = tuple(SANITIZE_CFLAGS if sanitize else (cflags or default_cflags()))

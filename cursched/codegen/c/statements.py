@@ -33,11 +33,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
-from cursched.codegen.c.expressions import Buffer, ExprGen, paren, row_major
+from cursched.codegen.c.expressions import Buffer, ExprGen, mul, paren, row_major
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import Namer
 from cursched.errors import CodegenError
-from cursched.ir.memory import DRAM, DRAM_STACK, Memory
+from cursched.ir.memory import DRAM, Memory
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -147,7 +147,11 @@ class FunctionGen:
         lines = [signature(self.cname, self.params) + " {"]
         for pred in self.p.preds:
             lines.append(f"{IND}if (!({self.ex.ctrl(pred)})) __builtin_unreachable();")
-        lines += self.block(self.p.body, IND)
+        if self.p.instr is not None:
+            own = tuple(Read(a.sym, (), a.type) for a in self.p.args)
+            lines += self._instr(Call(self.p, own), IND)
+        else:
+            lines += self.block(self.p.body, IND)
         lines.append("}")
         return "\n".join(lines)
 
@@ -240,9 +244,13 @@ class FunctionGen:
             return _indent(mem.c_alloc(name, t.c_name, ()), ind)
         shape = tuple(self.ex.ctrl(e) for e in t.shape)
         ct = t.elem.c_name
-        if mem is DRAM and _const_bytes(t) is not None and (_const_bytes(t) or 0) <= STACK_LIMIT:
-            mem = DRAM_STACK
         self.ex.bufs[s.sym] = Buffer(t.elem, name, row_major(shape))
+        nbytes = _const_bytes(t)
+        if mem is DRAM and nbytes is not None and nbytes <= STACK_LIMIT:
+            count = shape[0]
+            for d in shape[1:]:
+                count = mul(count, d)
+            return [f"{ind}{ct} {name}[{count}];"]
         frees.append(mem.c_free(name, ct, shape))
         return _indent(mem.c_alloc(name, ct, shape), ind)
 
@@ -310,7 +318,8 @@ class FunctionGen:
                     f"instruction {callee.name}: unknown placeholder {{{key}}} in its C template"
                     f" (known: {', '.join(sorted(subst))})"
                 )
-            return subst[key]
+            # Parenthesised so that ``*{x_data}`` or ``{n} * 4`` keep their meaning.
+            return paren(subst[key])
 
         return _indent(_PLACEHOLDER.sub(repl, callee.instr.c_template), ind)
 

@@ -54,7 +54,8 @@ def _procs_post_order(roots: Iterable[ProcDef]) -> list[ProcDef]:
         if id(p) in seen:
             return
         seen.add(id(p))
-        for s in walk_stmts(p.body):
+        # An instruction's body only states its meaning: the C comes from its template.
+        for s in walk_stmts(p.body if p.instr is None else ()):
             if isinstance(s, Call):
                 visit(s.proc)
         out.append(p)
@@ -89,7 +90,8 @@ def generate_unit(name: str, roots: Iterable[ProcDef], entry: bool = False) -> C
 
     Args:
         name: the unit's name (the header guard and the file stem).
-        roots: the procs whose functions the unit exports (instruction procs are skipped).
+        roots: the procs whose functions the unit exports. An instruction proc among them
+            becomes a function whose body is its template (calls of it are still expanded).
         entry: also emit the ``cs_entry_*`` shims the Python runtime calls.
 
     Returns:
@@ -98,25 +100,23 @@ def generate_unit(name: str, roots: Iterable[ProcDef], entry: bool = False) -> C
     Raises:
         CodegenError: a construct with no C translation.
     """
-    root_list = [r for r in roots if r.instr is None]
-    procs = _procs_post_order(root_list)
+    root_list = list(roots)
+    root_ids = {id(r) for r in root_list}
+    procs = [p for p in _procs_post_order(root_list) if p.instr is None or id(p) in root_ids]
     taken: set[str] = set(RESERVED)
     cnames: dict[int, str] = {}
     for p in procs:
-        if p.instr is None:
-            base = sanitize(p.name)
-            cname, k = base, 0
-            while cname in taken:
-                k += 1
-                cname = f"{base}_{k}"
-            taken.add(cname)
-            cnames[id(p)] = cname
+        base = sanitize(p.name)
+        cname, k = base, 0
+        while cname in taken:
+            k += 1
+            cname = f"{base}_{k}"
+        taken.add(cname)
+        cnames[id(p)] = cname
     helpers = Helpers()
     funcs: dict[int, CFunction] = {}
     bodies: list[str] = []
     for p in procs:
-        if p.instr is not None:
-            continue
         gen = FunctionGen(p, cnames[id(p)], taken, helpers, lambda q: cnames[id(q)])
         bodies.append(gen.text())
         funcs[id(p)] = CFunction(p, cnames[id(p)], gen.params)
