@@ -312,7 +312,10 @@ class Compiler:
                     f = self.ctrl(e)
                     return lambda frame: cast_scalar(f(frame), dt)
                 rd = self.elem_read(e)
-                if isinstance(e.type, DataType) and e.type.np_dtype == dt:
+                # the buffer's declared type decides whether a conversion is needed
+                declared = self.types.get(e.sym)
+                src = declared.elem if isinstance(declared, TensorType) else declared or e.type
+                if isinstance(src, DataType) and src.np_dtype == dt:
                     return rd
                 return lambda frame: conv(rd(frame))
             case BinOp():

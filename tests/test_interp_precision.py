@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cursched import DRAM, InterpreterError, proc
+from cursched.frontend import parse_source
+from cursched.interp import interpret
+from cursched.ir.nodes import ProcDef
 
 
 @proc
@@ -169,3 +176,62 @@ def test_reads_are_converted_to_the_destination_type_first() -> None:
     mixed.interpret(x, y)
     assert y[0] == np.float32(1 / 3) * np.float32(3)
     assert y.dtype == np.float32
+
+
+# ------------------------------------------------------------------- properties (hypothesis)
+
+_BINOP_TEXT = """
+def binop(x: {t}[2] @ DRAM, y: {t}[1] @ DRAM):
+    y[0] = x[0] {op} x[1]
+"""
+
+
+@functools.cache
+def binop_proc(t: str, op: str) -> ProcDef:
+    return parse_source(_BINOP_TEXT.format(t=t, op=op), {"DRAM": DRAM})
+
+
+def c_int_op(a: int, b: int, op: str, dt: np.dtype) -> int:
+    """C semantics on Python ints: wrapped + - *, truncating / and %."""
+    if op in "/%":
+        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+        r = q if op == "/" else a - q * b
+    else:
+        r = {"+": a + b, "-": a - b, "*": a * b}[op]
+    bits = dt.itemsize * 8
+    r &= (1 << bits) - 1
+    if dt.kind == "i" and r >= 1 << (bits - 1):
+        r -= 1 << bits
+    return r
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    t=st.sampled_from(["i8", "ui8", "ui16", "i32"]),
+    op=st.sampled_from(["+", "-", "*", "/", "%"]),
+    data=st.data(),
+)
+def test_integer_data_ops_follow_c(t: str, op: str, data: st.DataObject) -> None:
+    dt = binop_proc(t, op).args[0].type.elem.np_dtype  # type: ignore[union-attr]
+    info = np.iinfo(dt)
+    ints = st.integers(int(info.min), int(info.max))
+    a = data.draw(ints)
+    b = data.draw(ints.filter(lambda v: v != 0) if op in "/%" else ints)
+    y = np.zeros(1, dt)
+    interpret(binop_proc(t, op), np.array([a, b], dt), y)
+    assert int(y[0]) == c_int_op(a, b, op, dt)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    op=st.sampled_from(["+", "-", "*", "/"]),
+    a=st.floats(width=32, allow_nan=False, allow_infinity=False),
+    b=st.floats(width=32, allow_nan=False, allow_infinity=False).filter(lambda v: v != 0),
+)
+def test_f32_ops_are_exactly_rounded(op: str, a: float, b: float) -> None:
+    # an f64 result rounded once to f32 is the correctly rounded f32 result for + - * /
+    y = np.zeros(1, np.float32)
+    interpret(binop_proc("f32", op), np.array([a, b], np.float32), y)
+    exact = {"+": a + b, "-": a - b, "*": a * b, "/": a / b}[op]
+    with np.errstate(over="ignore"):
+        assert y[0] == np.float32(exact)
