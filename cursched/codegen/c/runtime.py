@@ -32,7 +32,7 @@ from cursched.codegen.c.expressions import row_major
 from cursched.codegen.c.naming import sanitize as c_ident
 from cursched.codegen.c.pyexpr import py_ctrl
 from cursched.codegen.c.unit import CFunction, generate_unit
-from cursched.errors import ArgumentError, CodegenError
+from cursched.errors import ArgumentError
 from cursched.ir.nodes import ProcDef
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
