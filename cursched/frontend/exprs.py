@@ -81,9 +81,13 @@ _OP_TEXT: dict[type[ast.AST], str] = {
     ast.In: "in",
     ast.NotIn: "not in",
 }
+_HINTS: dict[type[ast.AST], str] = {
+    ast.IfExp: "; compare data with select(a, b, c, d)",
+    ast.Slice: "; slices only appear in windows (w = A[0:8]) and call arguments",
+}
 _EXPR_TEXT: dict[type[ast.AST], str] = {
     ast.Lambda: "lambda",
-    ast.IfExp: "a conditional expression (x if c else y); use select",
+    ast.IfExp: "a conditional expression (x if c else y)",
     ast.Dict: "a dict",
     ast.Set: "a set",
     ast.List: "a list",
@@ -99,7 +103,7 @@ _EXPR_TEXT: dict[type[ast.AST], str] = {
     ast.FormattedValue: "an f-string",
     ast.Starred: "a starred expression",
     ast.NamedExpr: "the walrus operator :=",
-    ast.Slice: "a slice (slices only appear in windows: w = A[0:8])",
+    ast.Slice: "a slice here",
 }
 
 
@@ -120,7 +124,8 @@ class ExprParser:
         if isinstance(node, ast.Constant):
             self.ctx.parse_error(node, f"literal {node.value!r} is not in the language")
         what = what or type(node).__name__
-        self.ctx.parse_error(node, f"{what} is not in the language")
+        hint = _HINTS.get(type(node), "")
+        self.ctx.parse_error(node, f"{what} is not in the language{hint}")
 
     def var(self, node: ast.expr) -> Var:
         """The proc variable a ``Name`` node names (TypeCheckError when undefined)."""

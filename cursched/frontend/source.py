@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -61,7 +62,11 @@ class Source:
     def parse(self) -> ast.Module:
         """Parse the dedented text; a syntax error becomes a ``ParseError``."""
         try:
-            return ast.parse(self.text, filename=self.filename)
+            with warnings.catch_warnings():
+                # Python already warned when it imported the user's file; and a warning
+                # turned into an error by -W error must not change what parses.
+                warnings.simplefilter("ignore", SyntaxWarning)
+                return ast.parse(self.text, filename=self.filename)
         except SyntaxError as e:
             lineno = e.lineno if isinstance(e.lineno, int) else 1
             col = e.offset - 1 if isinstance(e.offset, int) else 0

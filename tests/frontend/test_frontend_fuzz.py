@@ -1,0 +1,223 @@
+"""Mutated valid sources: the frontend answers with a proc, a ParseError or a TypeCheckError.
+
+Anything else escaping (an ``AttributeError``, an ``AssertionError``, a ``RecursionError``...)
+is a bug. Procs that do parse must also pass the IR verifier and print back to an
+alpha-equivalent proc. ``CURSCHED_FUZZ_EXAMPLES`` raises the number of examples (default 400,
+a few seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cursched.errors import ParseError, TypeCheckError
+from cursched.frontend import parse_source
+from cursched.ir.alpha import alpha_equal
+from cursched.ir.memory import DRAM, Memory
+from cursched.ir.printer import print_proc
+from cursched.ir.verify import verify_proc
+
+
+class Vec(Memory):
+    """A memory for the fuzzed sources."""
+
+
+_CALLEE = parse_source(
+    "def axpy(n: size, a: f32, x: [f32][n], y: [f32][n]):\n"
+    "    for i in seq(0, n):\n"
+    "        y[i] += a * x[i]\n",
+    {},
+)
+ENV: dict[str, object] = {"axpy": _CALLEE, "N": 8, "H": 0.5, "Vec": Vec, "DRAM": DRAM}
+
+SEEDS = [
+    """def sgemm(M: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, 16], C: f32[M, 16]):
+    assert M % 4 == 0
+    for i in seq(0, M):
+        for j in seq(0, 16):
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+""",
+    """def softmax(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    m: f32
+    s: f32
+    m = -inf
+    s = 0.0
+    for i in seq(0, n):
+        m = fmaxf(m, x[i])
+    for i in seq(0, n):
+        y[i] = expf(x[i] - m)
+        s += y[i]
+    for i in par(0, n):
+        y[i] = y[i] / s
+""",
+    """def rows(n: size, a: f32, A: f32[n, 8], b: bool):
+    assert stride(A, 1) == 1
+    for i in seq(0, n):
+        w = A[i, 0:8]
+        if b and i < 4:
+            axpy(8, a, w, A[i, :])
+        elif i % 2 == 1:
+            pass
+        else:
+            w[i % 8] = select(w[0], a, H, -w[1])
+""",
+    """def blur(n: size, x: i8[n + 2], y: i32[n]):
+    t: i32[4] @ Vec
+    with scope("k", target="cuda"):
+        for i in seq(0, n):
+            t[i % 4] = x[i] + x[i + 1] * 2
+            y[i] = t[i % 4] + N
+""",
+]
+
+NAMES = [
+    "n",
+    "m",
+    "i",
+    "j",
+    "k",
+    "x",
+    "y",
+    "A",
+    "B",
+    "a",
+    "b",
+    "w",
+    "t",
+    "s",
+    "seq",
+    "par",
+    "f32",
+    "i8",
+    "size",
+    "index",
+    "bool",
+    "DRAM",
+    "Vec",
+    "expf",
+    "select",
+    "stride",
+    "scope",
+    "inf",
+    "axpy",
+    "N",
+    "H",
+    "foo",
+    "pass",
+    "for",
+    "if",
+    "else",
+    "assert",
+    "with",
+    "def",
+    "not",
+    "lambda",
+    "return",
+    "while",
+    "True",
+    "None",
+]
+NUMBERS = ["0", "1", "-1", "2.5", "16", "1e40", "0.0", "3", "-0", "99999999999999999999"]
+PUNCT = [
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "<",
+    ">=",
+    "==",
+    "=",
+    "+=",
+    ":",
+    ",",
+    "[",
+    "]",
+    "(",
+    ")",
+    "@",
+    ".",
+    " and ",
+    " or ",
+    " not ",
+    "**",
+    "//",
+    "'s'",
+    "\t",
+    "\n",
+    "\\",
+    "#",
+    "...",
+]
+_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+(?:\.\d*)?(?:e\d+)?|\s+|.", re.S)
+
+
+def _mutate(text: str, ops: list[tuple[int, int, int]]) -> str:
+    for kind, a, b in ops:
+        toks = _TOKEN.findall(text)
+        lines = text.split("\n")
+        t, ln = a % len(toks), a % len(lines)
+        match kind % 10:
+            case 0:
+                del toks[t]
+            case 1:
+                toks.insert(t, toks[t])
+            case 2:
+                u = b % len(toks)
+                toks[t], toks[u] = toks[u], toks[t]
+            case 3:
+                toks[t] = NAMES[b % len(NAMES)]
+            case 4:
+                toks[t] = NUMBERS[b % len(NUMBERS)]
+            case 5:
+                toks[t] = PUNCT[b % len(PUNCT)]
+            case 6:
+                del lines[ln]
+            case 7:
+                lines.insert(ln, lines[b % len(lines)])
+            case 8:
+                lines[ln] = ("    " + lines[ln]) if b % 2 else lines[ln][4:]
+            case _:
+                u = b % len(lines)
+                lines[ln], lines[u] = lines[u], lines[ln]
+        text = "\n".join(lines) if kind % 10 >= 6 else "".join(toks)
+    return text
+
+
+_EXAMPLES = int(os.environ.get("CURSCHED_FUZZ_EXAMPLES", "400"))
+_ops = st.lists(
+    st.tuples(st.integers(0, 9), st.integers(0, 10_000), st.integers(0, 10_000)),
+    min_size=1,
+    max_size=3,
+)
+
+
+def test_seeds_are_valid() -> None:
+    for seed in SEEDS:
+        p = parse_source(seed, ENV)
+        verify_proc(p)
+
+
+@settings(
+    max_examples=_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(st.integers(0, len(SEEDS) - 1), _ops)
+def test_mutated_sources(seed: int, ops: list[tuple[int, int, int]]) -> None:
+    text = _mutate(SEEDS[seed], ops)
+    try:
+        p = parse_source(text, ENV, filename="fuzz.py")
+    except (ParseError, TypeCheckError) as e:
+        assert e.srcinfo is not None and e.srcinfo.filename == "fuzz.py"
+        assert str(e).startswith(f"fuzz.py:{e.srcinfo.line}:")
+        return
+    verify_proc(p)
+    again = parse_source(print_proc(p), ENV)
+    assert alpha_equal(p, again), print_proc(p)
