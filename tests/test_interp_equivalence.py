@@ -250,3 +250,23 @@ def test_q_failing_where_p_runs_is_a_difference() -> None:
         AssertionError, match=r"shifted_copy fails where shifted_copy runs.*out-of-bounds read"
     ):
         assert_equivalent(shifted_copy, bad)
+
+
+@proc
+def bounded(n: size, x: f32[n] @ DRAM):
+    assert n <= 1024 and n % 8 == 0
+    x[0] = 1.0
+
+
+@proc
+def large(n: size, x: f32[n] @ DRAM):
+    assert n >= 100
+    x[0] = 1.0
+
+
+def test_sizes_stay_small_unless_the_asserts_need_large_ones() -> None:
+    rng = np.random.default_rng(0)
+    small = {random_args(bounded, rng)["n"] for _ in range(20)}
+    assert small <= {8, 16, 24, 32} and len(small) > 1
+    big = {random_args(large, rng)["n"] for _ in range(5)}
+    assert big <= {100, 101}

@@ -25,7 +25,7 @@ from cursched.interp_values import fmt_expr
 from cursched.ir.nodes import BinOp, Const, Expr, FnArg, ProcDef, Read
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr
-from cursched.ir.types import ControlType, DataType, TensorType, Type
+from cursched.ir.types import SIZE, ControlType, DataType, TensorType, Type
 
 __all__ = ["DEFAULT_TOLERANCES", "assert_equivalent", "random_args"]
 
@@ -65,14 +65,24 @@ def _assert_constants(pd: ProcDef) -> tuple[set[int], set[int]]:
     return consts, moduli
 
 
-def _candidates(t: ControlType, consts: set[int], moduli: set[int]) -> list[int | bool]:
+def _candidates(
+    t: ControlType, consts: set[int], moduli: set[int], cap: int | None
+) -> list[int | bool]:
+    """Candidate values: small ones, plus values built from the asserts' constants.
+
+    With a ``cap``, constant-derived values above it are left out, so that an assert such as
+    ``n <= 1024`` does not make a test run a proc at n = 1024 when n = 5 would do.
+    """
     if t.name == "bool":
         return [False, True]
     near = {c + d for c in consts for d in (-1, 0, 1)}
+    base = set(range(1, 13)) if t.name == "size" else set(range(12))
     if t.name == "size":
-        multiples = {m * k for m in moduli if m > 0 for k in (1, 2, 3, 4)}
-        return sorted(v for v in set(range(1, 13)) | near | multiples if v > 0)
-    return sorted(set(range(12)) | near)
+        near |= {m * k for m in moduli if m > 0 for k in (1, 2, 3, 4)}
+    if cap is not None:
+        near = {v for v in near if v <= cap}
+    low = 1 if t.name == "size" else None
+    return sorted(v for v in base | near if low is None or v >= low)
 
 
 def _satisfied(pd: ProcDef, values: Mapping[Sym, Any]) -> bool:
@@ -132,23 +142,27 @@ def _draw_controls(
             f"sizes= names {sorted(unknown)}, which are not control arguments of {pd.name}"
         )
     consts, moduli = _assert_constants(pd)
-    cands: list[list[int | bool]] = []
-    for a in controls:
-        assert isinstance(a.type, ControlType)
-        pinned = sizes.get(a.sym.name)
-        cands.append([pinned] if pinned is not None else _candidates(a.type, consts, moduli))
     syms = [a.sym for a in controls]
     defs = _definitions(pd)
-    positive = {
-        a.sym for a in controls if isinstance(a.type, ControlType) and a.type.name == "size"
-    }
-    for _ in range(_REJECTION_TRIES):
-        values: dict[Sym, int | bool] = {}
-        for s, c in zip(syms, cands, strict=True):
-            solved = None if len(c) == 1 else _solve(defs.get(s, ()), values)
-            values[s] = solved if solved is not None else c[int(rng.integers(len(c)))]
-        if all(values[s] > 0 for s in positive) and _satisfied(pd, values):
-            return values
+    positive = {a.sym for a in controls if a.type == SIZE}
+    # first small values only; values derived from large constants only when those fail
+    cap = max([16, *(4 * m for m in moduli)])
+    cands: list[list[int | bool]] = []
+    for phase_cap, tries in ((cap, _REJECTION_TRIES // 4), (None, _REJECTION_TRIES)):
+        cands = []
+        for a in controls:
+            assert isinstance(a.type, ControlType)
+            pinned = sizes.get(a.sym.name)
+            cands.append(
+                [pinned] if pinned is not None else _candidates(a.type, consts, moduli, phase_cap)
+            )
+        for _ in range(tries):
+            values: dict[Sym, int | bool] = {}
+            for s, c in zip(syms, cands, strict=True):
+                solved = None if len(c) == 1 else _solve(defs.get(s, ()), values)
+                values[s] = solved if solved is not None else c[int(rng.integers(len(c)))]
+            if all(values[s] > 0 for s in positive) and _satisfied(pd, values):
+                return values
     # rejection failed (a rare combination): search the candidates exhaustively, in order
     for combo in itertools.islice(itertools.product(*cands), _ENUMERATION_LIMIT):
         values = dict(zip(syms, combo, strict=True))
