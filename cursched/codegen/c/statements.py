@@ -122,6 +122,7 @@ class FunctionGen:
         self.ex = ExprGen(self.names, helpers)
         self.callee_name = callee_name
         self.params = c_params(p, self.names)
+        self.par_depth = 0  # inside a par loop: nested par loops run sequentially
         for cp in self.params:
             self._bind_arg(cp)
 
@@ -226,11 +227,15 @@ class FunctionGen:
             i = self.names.bind(s.iter)
             if self.ex.is_nonneg(s.lo):
                 self.ex.nonneg.add(s.iter)
-            if s.mode == "par":
+            if s.mode == "par" and self.par_depth == 0:
                 head.append(f"{ind}#pragma omp parallel for")
             head.append(f"{ind}for (int_fast64_t {i} = {lo}; {i} < {hi}; {i}++) {{")
 
+        # One parallel region per outermost par loop: nested ones would each start a team
+        # of one thread (OpenMP disables nested parallelism by default) for nothing.
+        self.par_depth += s.mode == "par"
         body = self.block(s.body, ind + IND, pre=bind_iter)
+        self.par_depth -= s.mode == "par"
         return [*head, *body, ind + "}"]
 
     def _alloc(self, s: Alloc, ind: str, frees: list[str]) -> list[str]:
