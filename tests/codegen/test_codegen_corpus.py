@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 from corpus import CASES, Case, check_case, copy_inputs
 
-from cursched.ir.nodes import Extern
+from cursched.ir.nodes import Call, Extern
 from cursched.ir.traversal import proc_exprs, walk_stmts
-from cursched.ir.nodes import Call
 
 IDS = [c.name for c in CASES]
 EXACT_EXTERNS = {"select", "relu", "fmax", "fmaxf", "fmin", "sqrt"}  # correctly rounded in C

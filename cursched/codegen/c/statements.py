@@ -222,12 +222,13 @@ class FunctionGen:
     def _for(self, s: For, ind: str) -> list[str]:
         lo, hi = self.ex.ctrl(s.lo), self.ex.ctrl(s.hi)
         head: list[str] = []
+        parallel = s.mode == "par" and self.par_depth == 0
 
         def bind_iter() -> None:
             i = self.names.bind(s.iter)
             if self.ex.is_nonneg(s.lo):
                 self.ex.nonneg.add(s.iter)
-            if s.mode == "par" and self.par_depth == 0:
+            if parallel:
                 head.append(f"{ind}#pragma omp parallel for")
             head.append(f"{ind}for (int_fast64_t {i} = {lo}; {i} < {hi}; {i}++) {{")
 
