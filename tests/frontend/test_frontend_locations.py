@@ -62,7 +62,7 @@ def test_error_in_an_indented_proc_points_into_the_file() -> None:
 
         @proc
         def bad(n: size):
-            for i in seq(0, n):
+            for _i in seq(0, n):
                 n = 1  # MARK-BAD
 
     line = _line_of("# MARK-BAD")
@@ -121,7 +121,7 @@ def test_closure_overrides_globals() -> None:
 def test_procs_resolve_from_closure() -> None:
     @proc
     def inner(x: f32):
-        x = 0.0
+        pass
 
     @proc
     def outer(y: f32):
