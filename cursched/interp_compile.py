@@ -22,7 +22,7 @@ from typing import Any, assert_never
 
 import numpy as np
 
-from cursched.errors import InterpreterError
+from cursched.errors import InterpreterError, SrcInfo
 from cursched.interp_values import (
     cast_scalar,
     fmt_expr,
@@ -121,8 +121,9 @@ class CompiledProc:
                     for i, a in enumerate(self.pd.args)
                     if isinstance(a.type, ControlType)
                 )
+                at = f" at {e.srcinfo}" if e.srcinfo is not None else ""
                 raise InterpreterError(
-                    f"assert {fmt_expr(e)} failed {where} proc {self.pd.name} ({values})"
+                    f"assert {fmt_expr(e)} failed {where} proc {self.pd.name} ({values}){at}"
                 )
 
     def check_shape(self, i: int, frame: Frame, where: str) -> None:
@@ -155,6 +156,10 @@ class Compiler:
                 self.types[st.sym] = st.type
             elif isinstance(st, WindowStmt):
                 self.types[st.sym] = st.rhs.type
+
+    def where(self, loc: SrcInfo | None) -> str:
+        """Where an error happened: the proc, and the source position when known."""
+        return f"in proc {self.pd.name}" + (f" ({loc})" if loc is not None else "")
 
     def slot(self, sym: Sym) -> int:
         if sym not in self.slots:
@@ -257,15 +262,18 @@ class Compiler:
             return lambda frame: (f0(frame), f1(frame))
         return lambda frame: tuple(f(frame) for f in fs)
 
-    def access(self, sym: Sym, idx: tuple[Expr, ...], kind: str) -> tuple[int, Fn, Fn]:
+    def access(
+        self, sym: Sym, idx: tuple[Expr, ...], kind: str, loc: SrcInfo | None
+    ) -> tuple[int, Fn, Fn]:
         """(slot, index closure, checker) for ``sym[idx]``; the checker raises on a negative
         index (numpy would wrap it) and is called with the frame before the access.
         """
         s, ix = self.slot(sym), self.index(idx)
         text = f"{sym.name}[{', '.join(fmt_expr(i) for i in idx)}]"
+        where = self.where(loc)
 
         def fail(frame: Frame) -> InterpreterError:
-            return oob_error(kind, text, ix(frame), frame[s].shape)
+            return oob_error(kind, text, ix(frame), frame[s].shape, where)
 
         return s, ix, fail
 
@@ -274,7 +282,7 @@ class Compiler:
         s = self.slot(e.sym)
         if not e.idx:
             return lambda frame: frame[s][()]
-        s, ix, fail = self.access(e.sym, e.idx, "read")
+        s, ix, fail = self.access(e.sym, e.idx, "read", e.srcinfo)
         if len(e.idx) == 1:
 
             def read1(frame: Frame) -> Any:
@@ -381,7 +389,7 @@ class Compiler:
                     parts.append((False, self.ctrl(a.lo), self.ctrl(a.hi)))
                 case _:
                     assert_never(a)
-        text = fmt_expr(w)
+        text, where = fmt_expr(w), self.where(w.srcinfo)
 
         def view(frame: Frame) -> Any:
             buf = frame[s]
@@ -391,12 +399,12 @@ class Compiler:
                 if is_pt:
                     i = flo(frame)
                     if not 0 <= i < n:
-                        raise oob_error("window", text, i, buf.shape, dim=d)
+                        raise oob_error("window", text, i, buf.shape, where, dim=d)
                     key.append(i)
                 else:
                     lo, hi = flo(frame), fhi(frame)
                     if not 0 <= lo <= hi <= n:
-                        raise oob_error("window", text, (lo, hi), buf.shape, dim=d)
+                        raise oob_error("window", text, (lo, hi), buf.shape, where, dim=d)
                     key.append(slice(lo, hi))
             key.append(Ellipsis)  # an Ellipsis makes numpy return a view even if all are points
             return buf[tuple(key)]
@@ -497,7 +505,7 @@ class Compiler:
             if reduce:
                 return lambda frame: frame[b].__setitem__((), frame[b][()] + rhs(frame))
             return lambda frame: frame[b].__setitem__((), rhs(frame))
-        b, ix, fail = self.access(s.sym, s.idx, "write")
+        b, ix, fail = self.access(s.sym, s.idx, "write", s.srcinfo)
         rank1 = len(s.idx) == 1
 
         def store(frame: Frame) -> None:
@@ -567,7 +575,7 @@ class Compiler:
         """A 0-d view of the element ``e`` reads (data scalars are passed by reference)."""
         if not e.idx:
             return operator.itemgetter(self.slot(e.sym))
-        s, ix, fail = self.access(e.sym, e.idx, "read")
+        s, ix, fail = self.access(e.sym, e.idx, "read", e.srcinfo)
         rank1 = len(e.idx) == 1
 
         def ref(frame: Frame) -> Any:

@@ -113,10 +113,12 @@ def fmt_expr(e: Expr, prec: int = 0) -> str:
 
 
 def oob_error(
-    kind: str, text: str, index: Any, shape: tuple[int, ...], dim: int | None = None
+    kind: str, text: str, index: Any, shape: tuple[int, ...], where: str, dim: int | None = None
 ) -> InterpreterError:
-    """The error for an out-of-bounds ``kind`` ("read", "write", "window") of ``text``."""
-    where = "" if dim is None else f" in dimension {dim}"
+    """The error for an out-of-bounds ``kind`` ("read", "write", "window") of ``text``;
+    ``where`` names the proc and source position.
+    """
+    in_dim = "" if dim is None else f" in dimension {dim}"
     return InterpreterError(
-        f"out-of-bounds {kind} {text}: index {index}{where} outside shape {tuple(shape)}"
+        f"out-of-bounds {kind} {text}: index {index}{in_dim} outside shape {tuple(shape)} {where}"
     )

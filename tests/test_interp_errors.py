@@ -133,7 +133,8 @@ def blocked(n: size, x: f32[n] @ DRAM):
 def test_failing_assert_names_the_assert_and_values() -> None:
     blocked.interpret(8, np.zeros(8, np.float32))
     with pytest.raises(
-        InterpreterError, match=r"assert n % 4 == 0 failed on entry to proc blocked \(n = 6\)"
+        InterpreterError,
+        match=r"assert n % 4 == 0 failed on entry to proc blocked \(n = 6\) at .*test_interp_errors.py:\d+",
     ):
         blocked.interpret(6, np.zeros(6, np.float32))
 
@@ -176,6 +177,10 @@ def test_out_of_bounds_read_reports_access_and_index() -> None:
     interpret(unchecked(shift_read), 4, 0, x, y)
     with pytest.raises(
         InterpreterError, match=r"out-of-bounds read x\[i \+ d\]: index 4 outside shape \(4,\)"
+    ):
+        interpret(unchecked(shift_read), 4, 1, x, y)
+    with pytest.raises(
+        InterpreterError, match=r"in proc shift_read \(.*test_interp_errors.py:\d+:\d+\)"
     ):
         interpret(unchecked(shift_read), 4, 1, x, y)
 
