@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, InterpreterError, proc
+from cursched import DRAM, InterpreterError, instr, proc
 from cursched.interp import interpret
 
 
@@ -330,3 +330,43 @@ def test_compiled_closures_are_cached_per_procdef() -> None:
     from cursched.interp import compiled
 
     assert compiled(sgemm.ir()) is compiled(sgemm.ir())
+
+
+@instr("{dst_data} = {src_data};")
+def copy1(dst: [f32][1] @ DRAM, src: [f32][1] @ DRAM):
+    dst[0] = src[0]
+
+
+@proc
+def copy_with_instr(n: size, A: f32[n, 4] @ DRAM, B: f32[n, 4] @ DRAM):
+    for i in seq(0, n):
+        row = A[i, 0:4]
+        sub = row[1:3]
+        for j in seq(0, 2):
+            copy1(B[i, j : j + 1], sub[j : j + 1])
+
+
+def test_instr_body_and_window_of_a_window() -> None:
+    A = f32(3, 4)
+    B = np.zeros((3, 4), np.float32)
+    copy_with_instr.interpret(3, A, B)
+    want = np.zeros((3, 4), np.float32)
+    want[:, 0:2] = A[:, 1:3]
+    np.testing.assert_array_equal(B, want)
+
+
+@proc
+def real_and_ints(n: size, x: R[n] @ DRAM, k: ui16[n] @ DRAM, y: R[n] @ DRAM, z: ui16[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = select(x[i], 0.0, -x[i], x[i]) + relu(x[i])
+        z[i] = select(k[i], 100, k[i], 0) - 1
+
+
+def test_r_is_f32_and_externs_on_integers() -> None:
+    x = f32(6)
+    k = np.array([0, 5, 99, 100, 1000, 7], np.uint16)
+    y = np.zeros(6, np.float32)
+    z = np.zeros(6, np.uint16)
+    real_and_ints.interpret(6, x, k, y, z)
+    np.testing.assert_array_equal(y, np.abs(x) + np.maximum(x, 0))
+    assert list(z) == [65535, 4, 98, 65535, 65535, 6]
