@@ -10,6 +10,15 @@ from cursched.testing.plugin import Golden, as_text, sanitize
 
 pytest_plugins = ["pytester"]
 
+
+# Sessions load only what they test: hypothesis's and syrupy's plugins cost seconds each.
+_QUIET = ("-p", "no:hypothesispytest", "-p", "no:syrupy", "-p", "no:cacheprovider")
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*_QUIET, *args)
+
+
 _TEST = """
 def test_hello(golden):
     golden.check("hello\\n")
@@ -26,13 +35,13 @@ def _golden(pytester: pytest.Pytester, rel: str, text: str) -> Path:
 def test_matching_golden_passes(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mod=_TEST)
     _golden(pytester, "tests/golden/test_mod/test_hello.txt", "hello\n")
-    pytester.runpytest().assert_outcomes(passed=1)
+    _run(pytester).assert_outcomes(passed=1)
 
 
 def test_mismatch_fails_with_unified_diff(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mod=_TEST)
     _golden(pytester, "tests/golden/test_mod/test_hello.txt", "goodbye\n")
-    result = pytester.runpytest()
+    result = _run(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -48,7 +57,7 @@ def test_mismatch_fails_with_unified_diff(pytester: pytest.Pytester) -> None:
 
 def test_missing_file_fails_with_hint(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mod=_TEST)
-    result = pytester.runpytest()
+    result = _run(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*test_hello.txt does not exist*", "*pytest --update-golden*"])
     assert not (pytester.path / "tests/golden").exists()
@@ -65,7 +74,7 @@ def test_update_golden_writes_then_passes(pytester: pytest.Pytester) -> None:
             golden.check("second", name="extra")
         """
     )
-    result = pytester.runpytest("--update-golden")
+    result = _run(pytester, "--update-golden")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*cursched: 4 golden file(s) written*"])
     d = pytester.path / "tests/golden/test_mod"
@@ -78,13 +87,13 @@ def test_update_golden_writes_then_passes(pytester: pytest.Pytester) -> None:
         "test_param_one.txt",
         "test_param_one__extra.txt",
     ]
-    pytester.runpytest().assert_outcomes(passed=2)
+    _run(pytester).assert_outcomes(passed=2)
 
 
 def test_update_golden_rewrites_a_stale_file(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mod=_TEST)
     path = _golden(pytester, "tests/golden/test_mod/test_hello.txt", "stale\n")
-    pytester.runpytest("--update-golden").assert_outcomes(passed=1)
+    _run(pytester, "--update-golden").assert_outcomes(passed=1)
     assert path.read_text() == "hello\n"
 
 
@@ -92,7 +101,7 @@ def test_ini_option_moves_the_golden_dir(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\ncursched_golden_dir = expected\n")
     pytester.makepyfile(test_mod=_TEST)
     _golden(pytester, "expected/test_mod/test_hello.txt", "hello\n")
-    pytester.runpytest().assert_outcomes(passed=1)
+    _run(pytester).assert_outcomes(passed=1)
 
 
 def test_proc_like_objects_are_printed(pytester: pytest.Pytester) -> None:
@@ -109,7 +118,7 @@ def test_proc_like_objects_are_printed(pytester: pytest.Pytester) -> None:
         """
     )
     _golden(pytester, "tests/golden/test_mod/TestGroup.test_p.txt", "def p():\n    pass\n")
-    pytester.runpytest().assert_outcomes(passed=1)
+    _run(pytester).assert_outcomes(passed=1)
 
 
 def test_two_unnamed_checks_in_one_test_fail(pytester: pytest.Pytester) -> None:
@@ -120,7 +129,7 @@ def test_two_unnamed_checks_in_one_test_fail(pytester: pytest.Pytester) -> None:
             golden.check("b")
         """
     )
-    result = pytester.runpytest("--update-golden")
+    result = _run(pytester, "--update-golden")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*golden.check called twice*name=*"])
 
