@@ -270,3 +270,31 @@ def test_sizes_stay_small_unless_the_asserts_need_large_ones() -> None:
     assert small <= {8, 16, 24, 32} and len(small) > 1
     big = {random_args(large, rng)["n"] for _ in range(5)}
     assert big <= {100, 101}
+
+
+@proc
+def copy_window(n: size, x: [f32][n] @ DRAM, y: [R][n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i]
+
+
+@proc
+def copy2d(n: size, x: f32[n, 3] @ DRAM, y: f32[n, 3] @ DRAM):
+    for i in seq(0, n):
+        for j in seq(0, 3):
+            y[i, j] = x[i, j]
+
+
+@proc
+def copy2d_window(n: size, x: [f32][n, 3] @ DRAM, y: [f32][n, 3] @ DRAM):  # noqa: RUF016
+    for i in seq(0, n):
+        for j in seq(0, 3):
+            y[i, j] = x[i, j]
+
+
+def test_window_and_tensor_parameters_and_r_and_f32_match() -> None:
+    assert_equivalent(copy, copy_window)
+    assert_equivalent(copy_window, copy)
+    # the window version alone gets strided rows; against the tensor version, contiguous ones
+    assert_equivalent(copy2d_window, copy2d)
+    assert_equivalent(copy2d, copy2d_window)
