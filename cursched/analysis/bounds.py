@@ -9,6 +9,8 @@ then by the SMT layer, which returns the counterexample shown in the ``BoundsErr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import assert_never
 
 from cursched.analysis import affine as af
@@ -62,6 +64,8 @@ def check_bounds(p: ProcDef) -> ProcDef:
 class _Checker:
     def __init__(self, p: ProcDef) -> None:
         self.p = p
+        self._props: dict[tuple[int, ...], list[af.Prop]] = {}
+        self._bounds: dict[tuple[int, ...], tuple[list[af.SymBound], dict[Sym, af.Bound]]] = {}
 
     # -- walking -------------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], ctx: PathContext) -> None:
@@ -107,7 +111,7 @@ class _Checker:
         if shape is None or len(shape) != len(idx):
             return  # rank errors are the type checker's
         for d, (i, n) in enumerate(zip(idx, shape, strict=True)):
-            what = f"index {print_expr(i)} of {sym.name} (dimension {d}, size {print_expr(n)})"
+            what = partial(_index_text, i, sym, d, n)
             self.prove_le(None, i, n, strict=True, what=what, s=s, ctx=ctx, loc=loc)
 
     def window(self, w: WindowExpr, s: Stmt, ctx: PathContext) -> None:
@@ -116,13 +120,12 @@ class _Checker:
             return
         loc = w.srcinfo or s.srcinfo
         for d, (c, n) in enumerate(zip(w.idx, shape, strict=True)):
-            dim = f"of window {print_expr(w)} (dimension {d}, size {print_expr(n)})"
             match c:
                 case Point():
-                    what = f"index {print_expr(c.pt)} {dim}"
+                    what = partial(_window_text, w, (c.pt,), d, n)
                     self.prove_le(None, c.pt, n, strict=True, what=what, s=s, ctx=ctx, loc=loc)
                 case Interval():
-                    what = f"interval {print_expr(c.lo)}:{print_expr(c.hi)} {dim}"
+                    what = partial(_window_text, w, (c.lo, c.hi), d, n)
                     self.prove_le(None, c.lo, c.hi, strict=False, what=what, s=s, ctx=ctx, loc=loc)
                     self.prove_le(c.hi, None, n, strict=False, what=what, s=s, ctx=ctx, loc=loc)
                 case _:
@@ -144,20 +147,17 @@ class _Checker:
                 raise BoundsError(f"{name}: rank differs from the parameter's", s.srcinfo)
             for d, (h, w) in enumerate(zip(have, want, strict=True)):
                 goal = af.to_aff(h), af.to_aff(w)
-                what = (
-                    f"shape of {name}: dimension {d} is {print_expr(h)}, "
-                    f"the parameter wants {print_expr(w)}"
-                )
+                what = partial(_shape_text, name, d, h, w)
                 if goal[0] is None or goal[1] is None:
-                    raise BoundsError(f"cannot prove {what}", s.srcinfo)
+                    raise BoundsError(f"cannot prove {what()}", s.srcinfo)
                 self.prove(af.Eq(goal[0] - goal[1]), what, s, ctx, s.srcinfo)
         strides = _arg_strides(callee, s.args, ctx)
         for pred in callee.preds:
             goal_p = af.to_prop(_subst_strides(subst_expr(pred, env), strides))
-            what = f"assert {print_expr(pred)} of {callee.name}"
+            text = f"assert {print_expr(pred)} of {callee.name}"
             if goal_p is None:
-                raise BoundsError(f"cannot prove {what}", s.srcinfo)
-            self.prove(goal_p, what, s, ctx, s.srcinfo)
+                raise BoundsError(f"cannot prove {text}", s.srcinfo)
+            self.prove(goal_p, partial(str, text), s, ctx, s.srcinfo)
 
     def arg_shape(self, arg: Expr, ctx: PathContext) -> tuple[Expr, ...] | None:
         match arg:
@@ -176,7 +176,7 @@ class _Checker:
         hi: Expr,
         *,
         strict: bool,
-        what: str,
+        what: Callable[[], str],
         s: Stmt,
         ctx: PathContext,
         loc: SrcInfo | None,
@@ -189,42 +189,59 @@ class _Checker:
             assert lo is not None
             a, b = af.to_aff(lo), af.to_aff(hi)
             if a is None or b is None:
-                raise BoundsError(f"cannot prove {what} in bounds (not affine)", loc)
+                raise BoundsError(f"cannot prove {what()} in bounds (not affine)", loc)
             self.prove(af.Ge(b - a), what, s, ctx, loc)
             return
         xa, ha = af.to_aff(x), af.to_aff(hi)
         if xa is None or ha is None:
-            raise BoundsError(f"cannot prove {what} in bounds (not affine)", loc)
+            raise BoundsError(f"cannot prove {what()} in bounds (not affine)", loc)
         self.prove(af.Ge(xa), what, s, ctx, loc)
         self.prove(af.Ge(ha - xa - (1 if strict else 0)), what, s, ctx, loc)
 
     def prove(
-        self, goal: af.Prop, what: str, s: Stmt, ctx: PathContext, loc: SrcInfo | None
+        self,
+        goal: af.Prop,
+        what: Callable[[], str],
+        s: Stmt,
+        ctx: PathContext,
+        loc: SrcInfo | None,
     ) -> None:
-        if _fast(goal, ctx):
+        if self._fast(goal, ctx):
             return
         res = smt.valid(goal, self.props(ctx))
         if res.ok:
             return
         text = print_stmt(s).splitlines()[0]
         raise BoundsError(
-            f"out of bounds: {what}\n  in: {text}\n"
+            f"out of bounds: {what()}\n  in: {text}\n"
             f"  counterexample: {smt.format_model(res.counterexample)}",
             loc,
         )
 
+    # The facts of a context are computed once per position: many accesses share one.
+    # Keys are node identities, stable while ``p`` is alive (it is, during the check).
+    def _key(self, ctx: PathContext) -> tuple[int, ...]:
+        return (*(id(lp) for lp in ctx.loops), -1, *(id(c) * 2 + t for c, t in ctx.conds))
+
     def props(self, ctx: PathContext) -> list[af.Prop]:
-        return ctx.props()
+        key = self._key(ctx)
+        out = self._props.get(key)
+        if out is None:
+            out = self._props[key] = ctx.props()
+        return out
 
-
-def _fast(goal: af.Prop, ctx: PathContext) -> bool:
-    match goal:
-        case af.Ge():
-            return af.prove_nonneg(goal.aff, ctx.loop_bounds(), ctx.ranges())
-        case af.Eq():
-            return goal.aff.is_const() and goal.aff.const == 0
-        case _:
-            return False
+    def _fast(self, goal: af.Prop, ctx: PathContext) -> bool:
+        match goal:
+            case af.Ge():
+                key = self._key(ctx)
+                facts = self._bounds.get(key)
+                if facts is None:
+                    facts = self._bounds[key] = (ctx.loop_bounds(), ctx.ranges())
+                return af.prove_nonneg(goal.aff, *facts)
+            case af.Eq():
+                return goal.aff.is_const() and goal.aff.const == 0
+            case _:
+                return False
 
 
 def _buffer_stride(sym: Sym, dim: int, ctx: PathContext) -> Expr:
@@ -272,3 +289,23 @@ def _subst_strides(e: Expr, table: dict[tuple[Sym, int], Expr]) -> Expr:
     if isinstance(e, StrideExpr) and (e.sym, e.dim) in table:
         return table[(e.sym, e.dim)]
     return map_expr_children(e, lambda x: _subst_strides(x, table))
+
+
+# Descriptions of obligations, built only when one fails.
+
+
+def _index_text(i: Expr, sym: Sym, d: int, n: Expr) -> str:
+    return f"index {print_expr(i)} of {sym.name} (dimension {d}, size {print_expr(n)})"
+
+
+def _window_text(w: WindowExpr, coord: tuple[Expr, ...], d: int, n: Expr) -> str:
+    what = "index" if len(coord) == 1 else "interval"
+    text = ":".join(print_expr(x) for x in coord)
+    return f"{what} {text} of window {print_expr(w)} (dimension {d}, size {print_expr(n)})"
+
+
+def _shape_text(name: str, d: int, have: Expr, want: Expr) -> str:
+    return (
+        f"shape of {name}: dimension {d} is {print_expr(have)}, "
+        f"the parameter wants {print_expr(want)}"
+    )

@@ -30,13 +30,40 @@ from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs
 
 
 class SafetyError(SchedulingError):
-    """A rewrite would change behaviour; ``counterexample`` holds the witnessing values."""
+    """A rewrite would change behaviour; ``counterexample`` holds the witnessing values.
 
-    def __init__(self, message: str, counterexample: smt.Model | None = None) -> None:
-        self.counterexample = counterexample
+    The message shows the proc with the offending statement marked; it is printed only when
+    the error is shown, since checks are often asked speculatively on large procs.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        counterexample: smt.Model | None = None,
+        *,
+        proc: ProcDef | None = None,
+        path: Path | None = None,
+    ) -> None:
         if counterexample is not None:
             message += f"\n  counterexample: {smt.format_model(counterexample)}"
+        self.message = message
+        self.counterexample = counterexample
+        self.proc = proc
+        self.path = path
+        self._text: str | None = None
         super().__init__(message)
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = self.message
+            if self.proc is not None:
+                try:
+                    marks = {self.path: "stmt"} if self.path else None
+                    shown = print_proc(self.proc, marks)  # type: ignore[arg-type]
+                except LookupError:
+                    shown = print_proc(self.proc)
+                self._text += "\n" + shown
+        return self._text
 
 
 class CommuteError(SafetyError):
@@ -95,13 +122,7 @@ def _fail(
     primitive: str | None,
 ) -> SafetyError:
     head = f"{primitive}: " if primitive else ""
-    try:
-        shown = print_proc(p, {path: "stmt"})
-    except LookupError:
-        shown = print_proc(p)
-    err = cls(f"{head}{message}", model)
-    err.args = (f"{err.args[0]}\n{shown}",)
-    return err
+    return cls(f"{head}{message}", model, proc=p, path=path)
 
 
 def _group(p: ProcDef, paths: Sequence[Path]) -> tuple[Stmt, ...]:
