@@ -14,14 +14,15 @@ any project (ours and users'). It provides:
 A missing golden file fails with a hint to run ``pytest --update-golden``; a mismatch fails
 with a unified diff (golden file first, new text second).
 
-Why not syrupy: we tried to build this as a thin layer over syrupy's single-file extension,
-but syrupy owns its update flag (``--snapshot-update``), and in update mode it deletes every
-snapshot file it considers unused in the snapshot directories it discovers. Our golden
-directory is shared by all test modules (corpus, printer, code generators), and a user runs
-``pytest tests/corpus --update-golden`` on a subset: syrupy would then treat the other
-modules' files as unused. Its failure messages use its own diff format rather than the unified
-diff we promise, and its missing-snapshot message points at syrupy's flag, not ours. What we
-need is about a hundred lines of plain file comparison, so it is written here by hand.
+Why not syrupy (installed, and read before writing this): pointing it at
+``<rootdir>/tests/golden/<module>/<test>.txt`` means overriding its snapshot discovery
+(``dirname``, ``discovery_dirname``, ``owns_snapshot_collection``), internals that its recent
+releases keep changing. It then keeps its own update flag (``--snapshot-update``) and its own
+unused-snapshot accounting: a run fails when it finds golden files no syrupy assertion read,
+and an update run deletes them, while our golden directory is shared with files that other
+tests compare by other means. Its failure shows its own diff format, not a unified diff, and
+its missing-snapshot message names its flag, not ours. What we need is about a hundred lines
+of plain file comparison, so it is written here by hand.
 """
 
 from __future__ import annotations
