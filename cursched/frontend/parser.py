@@ -12,7 +12,7 @@ import ast
 from collections.abc import Mapping
 from typing import TypeGuard
 
-from cursched.frontend.annotations import control_type_name, parse_type
+from cursched.frontend.annotations import parse_type
 from cursched.frontend.calls import check_call
 from cursched.frontend.exprs import ExprParser
 from cursched.frontend.scope import Ctx, Var
@@ -78,19 +78,27 @@ class ProcParser:
             self.ctx.parse_error(fdef.returns, "a proc returns nothing; remove the annotation")
         if fdef.type_params if hasattr(fdef, "type_params") else False:
             self.ctx.parse_error(fdef, "type parameters are not in the language")
-        args = self._params(fdef.args)
+        try:
+            args = self._params(fdef.args)
+        except RecursionError:
+            self.ctx.parse_error(fdef, "a parameter's type is nested too deeply")
         body_nodes = list(fdef.body)
         if _is_docstring(body_nodes[0]):
             body_nodes = body_nodes[1:]
         preds: list[Expr] = []
         body: list[Stmt] = []
         for node in body_nodes:
-            if isinstance(node, ast.Assert):
-                if node.msg is not None:
-                    self.ctx.parse_error(node.msg, "an assert takes no message")
-                preds.append(self.exprs.condition(node.test, "an assert"))
-            else:
-                body.append(self.stmt(node))
+            try:
+                if isinstance(node, ast.Assert):
+                    if node.msg is not None:
+                        self.ctx.parse_error(node.msg, "an assert takes no message")
+                    preds.append(self.exprs.condition(node.test, "an assert"))
+                else:
+                    body.append(self.stmt(node))
+            except RecursionError:
+                # The parsers recurse over expressions; Python's own parser stops at a
+                # similar depth, so this only affects machine-generated sources.
+                self.ctx.parse_error(node, "this statement is nested too deeply")
         return ProcDef(
             fdef.name, args, tuple(preds), tuple(body), instr, srcinfo=self.ctx.loc(fdef)
         )
@@ -106,22 +114,16 @@ class ProcParser:
         for p in a.args:
             if p.annotation is None:
                 self.ctx.parse_error(p, f"parameter '{p.arg}' needs a type, such as size or f32[n]")
-        # Control parameters first, so that shapes may name sizes declared after the tensor.
-        syms: dict[str, Sym] = {}
-        for p in a.args:
-            if p.arg in syms:
-                self.ctx.type_error(p, f"duplicate parameter '{p.arg}'")
-            syms[p.arg] = Sym(p.arg)
-            name = control_type_name(p.annotation)
-            if name is not None:
-                ctype, _ = parse_type(self.ctx, self.exprs, _ann(p), param=True)
-                self.ctx.declare(p, p.arg, Var(syms[p.arg], ctype, None, "arg"))
+        # One pass in order: a shape names only sizes declared before it (as in Exo), so
+        # that every symbol is bound before its first use, for the verifier and alpha_equal.
         out: list[FnArg] = []
         for p in a.args:
             typ, mem = parse_type(self.ctx, self.exprs, _ann(p), param=True)
-            if not isinstance(typ, ControlType):
-                self.ctx.declare(p, p.arg, Var(syms[p.arg], typ, mem, "arg"))
-            out.append(FnArg(syms[p.arg], typ, mem, srcinfo=self.ctx.loc(p)))
+            if self.ctx.lookup(p.arg) is not None:
+                self.ctx.type_error(p, f"duplicate parameter '{p.arg}'")
+            sym = Sym(p.arg)
+            self.ctx.declare(p, p.arg, Var(sym, typ, mem, "arg"))
+            out.append(FnArg(sym, typ, mem, srcinfo=self.ctx.loc(p)))
         return tuple(out)
 
     # -- statements ---------------------------------------------------------------------------

@@ -50,6 +50,7 @@ CASES: list[tuple[str, str, type[Exception], str]] = [
     ("unknown memory", "def f(x: f32[4] @ NOPE):\n    pass", TypeCheckError, "NOPE"),
     ("not a memory", "def f(x: f32[4] @ N):\n    pass", TypeCheckError, "@ ^N"),
     ("duplicate param", "def f(n: size, n: index):\n    pass", TypeCheckError, "n: index"),
+    ("size after tensor", "def f(x: f32[m], m: size):\n    pass", TypeCheckError, "[^m]"),
     ("undefined size", "def f(x: f32[m]):\n    pass", TypeCheckError, "[^m]"),
     ("index in shape", "def f(i: index, x: f32[i]):\n    pass", TypeCheckError, "[^i]"),
     ("zero shape", "def f(x: f32[0]):\n    pass", TypeCheckError, "[^0]"),

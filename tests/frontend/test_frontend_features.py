@@ -10,9 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from cursched import DRAM, DRAM_STACK, Memory, instr, proc
+from cursched import DRAM, DRAM_STACK, Memory, Proc, instr, proc
 from cursched.externs import expf as my_exp
 from cursched.frontend import parse_source
+from cursched.ir.alpha import alpha_equal
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     Alloc,
@@ -35,6 +36,7 @@ from cursched.ir.nodes import (
     WindowExpr,
     WindowStmt,
 )
+from cursched.ir.printer import print_proc
 from cursched.ir.types import BOOL, F32, F64, I8, I32, INDEX, INT, SIZE, TensorType
 
 TILE = 4
@@ -55,21 +57,19 @@ def ir_of(text: str, **env: object) -> ProcDef:
 
 
 @proc
-def params(A: f32[n, TILE] @ DRAM, n: size, i: index, b: bool, x: f64, W: [i8][n] @ Vec):
+def params(n: size, A: f32[n, TILE] @ DRAM, i: index, b: bool, x: f64, W: [i8][n] @ Vec):
     pass
 
 
 def test_parameters() -> None:
     p = params.ir()
-    n, i, b, x, A, W = (
-        a.sym for a in (p.args[1], p.args[2], p.args[3], p.args[4], p.args[0], p.args[5])
-    )
-    assert [a.sym.name for a in p.args] == ["A", "n", "i", "b", "x", "W"]
-    assert [a.type for a in p.args[1:5]] == [SIZE, INDEX, BOOL, F64]
-    assert [a.mem for a in p.args] == [DRAM, None, None, None, DRAM, Vec]
-    a_type = p.args[0].type
+    n, A, i, b, x, W = (a.sym for a in p.args)
+    assert [a.sym.name for a in p.args] == ["n", "A", "i", "b", "x", "W"]
+    assert [p.args[k].type for k in (0, 2, 3, 4)] == [SIZE, INDEX, BOOL, F64]
+    assert [a.mem for a in p.args] == [None, DRAM, None, None, DRAM, Vec]
+    a_type = p.args[1].type
     assert isinstance(a_type, TensorType) and not a_type.window and a_type.elem == F32
-    # the shape names the size declared after the tensor, and the global constant is inlined
+    # the shape names the size, and the global constant is inlined
     assert isinstance(a_type.shape[0], Read) and a_type.shape[0].sym is n
     assert a_type.shape[1] == Const(TILE, INT)
     w_type = p.args[5].type
@@ -384,3 +384,18 @@ def test_python_constants_of_closure_and_globals() -> None:
 def test_memory_from_env_overrides_nothing_builtin() -> None:
     p = ir_of("def f(A: f32[4] @ Vec, B: f32[4] @ DRAM_STATIC):\n    pass\n")
     assert p.args[0].mem is Vec and p.args[1].mem.__name__ == "DRAM_STATIC"
+
+
+# ------------------------------------------------------------------------------ round trip
+
+
+@pytest.mark.parametrize(
+    "p",
+    [params, asserts, loops, data, windows, callee, imported_extern, copy1],
+    ids=lambda p: p.name(),
+)
+def test_printout_parses_back(p: Proc) -> None:
+    text = print_proc(p.ir())
+    again = parse_source(text, {**globals(), "callee": callee})
+    assert alpha_equal(p.ir(), again), text
+    assert print_proc(again) == text

@@ -221,3 +221,14 @@ def test_mutated_sources(seed: int, ops: list[tuple[int, int, int]]) -> None:
     verify_proc(p)
     again = parse_source(print_proc(p), ENV)
     assert alpha_equal(p, again), print_proc(p)
+
+
+def test_deep_nesting_is_a_parse_error() -> None:
+    terms = " + ".join(["0"] * 900)
+    text = f"def f(A: f32[4]):\n    A[{terms}] = 1.0\n"
+    try:
+        parse_source(text, {}, filename="deep.py")
+    except ParseError as e:
+        assert str(e).startswith("deep.py:2:5: this statement is nested too deeply")
+    else:
+        raise AssertionError("a 900-term index must be refused")
