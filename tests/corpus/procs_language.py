@@ -135,6 +135,26 @@ register(
     features="window_of_window call",
 )
 
+
+@proc
+def pad_copy(n: size, x: f32[n], y: f32[n + 2]):
+    t: f32[n + 2] @ DRAM
+    t[0] = 0.0
+    t[n + 1] = 0.0
+    for i in seq(0, n):
+        t[i + 1] = x[i]
+    for i in seq(0, n + 2):
+        y[i] = t[i]
+
+
+register(
+    pad_copy,
+    lambda r: dict(n=5, x=randn(r, 5), y=randn(r, 7)),
+    lambda n, x, y: dict(y=np.pad(x, 1)),
+    features="shape_expr alloc_tensor",
+)
+
+
 # ------------------------------------------------------------------------ control flow
 
 
@@ -292,6 +312,21 @@ register(
     lambda r: dict(n=9, x=randn(r, 9), y=randn(r, 9)),
     lambda n, x, y: dict(y=np.abs(x)),
     features="extern_select usub",
+)
+
+
+@proc
+def min_reduce(n: size, x: f32[n], out: f32):
+    out = inf
+    for i in seq(0, n):
+        out = fmin(out, x[i])
+
+
+register(
+    min_reduce,
+    lambda r: dict(n=7, x=randn(r, 7), out=scalar(0.0)),
+    lambda n, x, out: dict(out=np.array(x.min())),
+    features="inf extern_fmin data_scalar_arg",
 )
 
 

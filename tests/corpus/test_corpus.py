@@ -111,6 +111,7 @@ def test_every_operator_and_literal_is_covered() -> None:
     assert {"+", "-", "*", "/", "%", "<=", ">=", "==", "and", "or"} <= ops, ops
     consts = [e.value for e in exprs if isinstance(e, Const)]
     assert float("-inf") in consts
+    assert float("inf") in consts
 
 
 def test_every_data_type_memory_and_loop_mode_is_covered() -> None:
