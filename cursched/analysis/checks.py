@@ -20,11 +20,22 @@ from cursched.analysis.context import PathContext, context_of
 from cursched.analysis.deps import Instance, conflicting, dependence, instance, lex_lt
 from cursched.analysis.effects import Access, block_effects
 from cursched.errors import SchedulingError
-from cursched.ir.nodes import Alloc, Assign, Expr, For, If, Point, ProcDef, Stmt, WindowExpr
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    Expr,
+    For,
+    If,
+    Point,
+    ProcDef,
+    Reduce,
+    Stmt,
+    WindowExpr,
+)
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr, print_proc, print_stmt
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs
+from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs, walk_stmts
 
 # ---------------------------------------------------------------------------- errors
 
@@ -131,6 +142,15 @@ def _group(p: ProcDef, paths: Sequence[Path]) -> tuple[Stmt, ...]:
     return stmts
 
 
+def _used_syms(stmts: Sequence[Stmt]) -> set[Sym]:
+    """Symbols read or written anywhere in ``stmts`` (written buffers included)."""
+    used = {sym for e in walk_exprs(tuple(stmts)) for sym in free_syms_expr(e)}
+    for s in walk_stmts(tuple(stmts)):
+        if isinstance(s, Assign | Reduce):
+            used.add(s.sym)
+    return used
+
+
 def _between(a: Access, b: Access, kind: str) -> str:
     return (
         f"{kind} between `{_stmt_text(a.stmt)}` ({a.kind} of {a.buf.name}) "
@@ -162,10 +182,7 @@ def check_commute(
     defined: set[Sym] = set()
     for s in s1:
         defined |= defined_syms(s)
-    used = {sym for e in walk_exprs(s2) for sym in free_syms_expr(e)}
-    for s in s2:
-        if hasattr(s, "sym"):
-            used.add(s.sym)
+    used = _used_syms(s2)
     if defined & used:
         names = ", ".join(sorted(x.name for x in defined & used))
         raise _fail(
@@ -303,7 +320,7 @@ def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | N
         late.extend(tail)
         before += [(a, enclosing) for a in block_effects(head, ctx.windows)]
         after += [(a, enclosing) for a in block_effects(tail, ctx.windows)]
-    used = {sym for e in walk_exprs(tuple(late)) for sym in free_syms_expr(e)}
+    used = _used_syms(late)
     if defined & used:
         names = ", ".join(sorted(x.name for x in defined & used))
         msg = f"statements after the gap use {names}, defined before it"

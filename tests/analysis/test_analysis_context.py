@@ -1,0 +1,95 @@
+"""Path contexts, the cheap-before-SMT order of the checks, and the query cache."""
+
+from __future__ import annotations
+
+from cursched import DRAM, proc
+from cursched.analysis import affine as af
+from cursched.analysis import checks as ck
+from cursched.analysis import smt
+from cursched.analysis.context import context_of
+from cursched.ir.nodes import BinOp, Const, Read
+from cursched.ir.printer import print_expr
+from cursched.ir.types import INDEX, INT
+
+
+@proc
+def nest(n: size, A: f32[n, 8] @ DRAM):
+    assert n % 2 == 0
+    for i in seq(0, n):
+        w = A[i, 0:8]
+        for j in seq(0, 8):
+            if j < 4:
+                w[j] = 1.0
+            else:
+                w[j] = 2.0
+
+
+def test_context_of_a_nested_statement() -> None:
+    p = nest.ir()
+    ctx = context_of(p, (("body", 0), ("body", 1), ("body", 0), ("orelse", 0)))
+    assert [lp.iter.name for lp in ctx.loops] == ["i", "j"]
+    assert [(print_expr(c), taken) for c, taken in ctx.conds] == [("j < 4", False)]
+    assert [s.name for s in ctx.windows] == ["w"]
+    i, j = ctx.loops[0].iter, ctx.loops[1].iter
+    assert ctx.ranges()[j] == (0, 7)
+    assert ctx.ranges()[i] == (0, None)
+    # sizes positive + assert + 2 per loop + the negated condition
+    assert len(ctx.props()) == 1 + 1 + 4 + 1
+    # the facts prove j >= 4 in the else branch
+    assert smt.valid(af.Ge(af.Aff.var(j) - 4), ctx.props()).ok
+
+
+def test_context_of_a_loop_excludes_its_own_variable() -> None:
+    p = nest.ir()
+    ctx = context_of(p, (("body", 0),))
+    assert ctx.loops == () and ctx.conds == ()
+    inner = context_of(p, (("body", 0), ("body", 1)))
+    assert [lp.iter.name for lp in inner.loops] == ["i"]
+    assert [s.name for s in inner.windows] == ["w"]
+
+
+def test_simplify_with_a_path_context() -> None:
+    p = nest.ir()
+    ctx = context_of(p, (("body", 0), ("body", 1), ("body", 0)))
+    j = ctx.loops[1].iter
+    e = BinOp("/", Read(j, (), INDEX), Const(8, INT), INDEX)
+    assert print_expr(af.simplify_expr(e, ctx)) == "0"
+
+
+@proc
+def sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM):
+    for i in seq(0, M):
+        for j in seq(0, N):
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+def test_cheap_checks_decide_sgemm_without_smt() -> None:
+    smt.reset()
+    ck.check_reorder_loops(sgemm.ir(), (("body", 0),))
+    ck.check_reorder_loops(sgemm.ir(), (("body", 0), ("body", 0)))
+    assert smt.stats().queries == 0  # two reductions and reads: no query needed
+
+
+@proc
+def copies(n: size, A: f32[n] @ DRAM, B: f32[n] @ DRAM, C: f32[n] @ DRAM):
+    for i in seq(0, n):
+        B[i] = A[i]
+    for i in seq(0, n):
+        C[i] = B[i]
+    for i in seq(0, n):
+        A[i] = C[i]
+
+
+def test_repeated_schedule_hits_the_cache() -> None:
+    p = copies.ir()
+    smt.reset()
+    for _ in range(2):
+        for k in range(3):
+            ck.check_parallel(p, (("body", k),))
+        ck.check_fuse(p, (("body", 0),), (("body", 1),))
+        ck.check_fuse(p, (("body", 1),), (("body", 2),))
+    st = smt.stats()
+    assert st.queries > 0
+    assert st.solver_calls < st.queries / 2  # same shapes, renamed: answered from the cache
+    assert st.hit_rate() > 0.5
