@@ -19,6 +19,7 @@ import functools
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -66,7 +67,28 @@ def default_cflags() -> tuple[str, ...]:
 
 @functools.cache
 def compiler_version(cmd: tuple[str, ...]) -> str:
-    """The compiler's ``--version`` text (part of the cache key)."""
+    """The compiler's ``--version`` text (part of the cache key).
+
+    Running the compiler costs ~10 ms, more than the rest of a cache hit, so the text is
+    itself cached on disk, keyed by the compiler executable's real path, size and mtime
+    (installing another compiler changes them).
+    """
+    exe = shutil.which(cmd[0])
+    stamp_file: Path | None = None
+    if exe is not None:
+        st = os.stat(exe)
+        stamp = f"{os.path.realpath(exe)}\0{st.st_size}\0{st.st_mtime_ns}\0{cmd}"
+        digest = hashlib.sha256(stamp.encode()).hexdigest()[:24]
+        stamp_file = cache_dir() / f"compiler-{digest}.txt"
+        if stamp_file.exists():
+            return stamp_file.read_text()
+    text = _run_version(cmd)
+    if stamp_file is not None:
+        _write_atomic(stamp_file, text)
+    return text
+
+
+def _run_version(cmd: tuple[str, ...]) -> str:
     try:
         r = subprocess.run([*cmd, "--version"], capture_output=True, text=True, check=False)
     except OSError as e:

@@ -77,6 +77,11 @@ class Checker:
 
     def bind(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
         n = len(self.names)
+        if not args and len(kwargs) == n:  # all by name: the common keyword call
+            try:
+                return tuple(map(kwargs.__getitem__, self.names))
+            except KeyError:
+                pass
         if len(args) > n:
             raise ArgumentError(
                 f"{self.proc.name} takes {n} arguments ({', '.join(self.names)}), {len(args)} given"
