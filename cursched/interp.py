@@ -99,7 +99,8 @@ def _describe(a: FnArg) -> str:
     t = a.type
     match t:
         case ControlType():
-            return "a positive int (size)" if t.name == "size" else f"a Python {t.name}"
+            texts = {"size": "a positive int (size)", "index": "an int (index)", "bool": "a bool"}
+            return texts.get(t.name, "an int")
         case DataType():
             return f"a numpy {t.np_dtype} array of shape () or (1,)"
         case TensorType():

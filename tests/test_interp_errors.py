@@ -80,7 +80,7 @@ def test_index_and_bool_arguments() -> None:
     B = np.zeros((2, 3), np.float32)
     matcopy.interpret(2, 3, A, B, -5)  # an index may be any integer
     matcopy.interpret(2, 3, A, B, np.int64(1))  # numpy integers are integers
-    with pytest.raises(ArgumentError, match="argument first expects a Python index, got bool"):
+    with pytest.raises(ArgumentError, match=r"argument first expects an int \(index\), got bool"):
         matcopy.interpret(2, 3, A, B, False)
 
 
