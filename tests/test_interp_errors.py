@@ -84,6 +84,20 @@ def test_index_and_bool_arguments() -> None:
         matcopy.interpret(2, 3, A, B, False)
 
 
+@proc
+def flagged(flag: bool, x: f32[1] @ DRAM):
+    if flag:
+        x[0] = 1.0
+
+
+def test_bool_argument_needs_a_bool() -> None:
+    x = np.zeros(1, np.float32)
+    flagged.interpret(np.bool_(True), x)
+    assert x[0] == 1.0
+    with pytest.raises(ArgumentError, match="argument flag expects a bool, got int 1"):
+        flagged.interpret(1, x)
+
+
 def test_scalar_arguments() -> None:
     x, y = np.ones(4, np.float32), np.zeros(4, np.float32)
     axpy.interpret(4, 3.0, x, y)  # a Python number for a scalar the proc only reads
