@@ -40,7 +40,8 @@ def locator(loc: Loc, var: str = "p") -> str:
 class _Script:
     """Builds the script, tracking which variable holds which step's result."""
 
-    def __init__(self) -> None:
+    def __init__(self, reserved: set[str]) -> None:
+        self.reserved = reserved
         self.lines: list[str] = []
         # variable -> (version whose step bound it, location it holds)
         self.vars: dict[str, tuple[int, Any]] = {}
@@ -55,14 +56,23 @@ class _Script:
         return literal(raw)
 
     def cursor(self, raw: Cursor, forwarded: Any) -> str:
-        version = raw.proc().version
-        for var, (v, held) in self.vars.items():
-            if v == version and held == raw.loc:
-                return var
-            if v == version and isinstance(held, tuple) and raw.loc in held:
-                return f"{var}[{held.index(raw.loc)}]"
+        held = self.held(raw.proc().version, raw.loc)
+        if held is None and isinstance(raw.loc, GapLoc):
+            anchor = self.held(raw.proc().version, NodeLoc(raw.loc.anchor))
+            held = f"{anchor}.{raw.loc.side}()" if anchor is not None else None
+        if held is not None:
+            return held
         assert isinstance(forwarded, Cursor)
         return locator(forwarded.loc)
+
+    def held(self, version: int, loc: Loc) -> str | None:
+        """The variable (or ``var[k]``) holding ``loc`` of ``version``, if one still does."""
+        for var, (v, held) in self.vars.items():
+            if v == version and held == loc:
+                return var
+            if v == version and isinstance(held, tuple) and loc in held:
+                return f"{var}[{held.index(loc)}]"
+        return None
 
     def step(self, q: Proc, step: StepRecord) -> None:
         args = [self.value(r, f) for r, f in zip(step.args, step.inputs, strict=True)]
@@ -70,12 +80,18 @@ class _Script:
             f"{k}={self.value(r, f)}"
             for (k, r), (_, f) in zip(step.kwargs, step.kw_inputs, strict=True)
         ]
-        names = [name for name, _ in step.results]
+        names = [self.var(name) for name, _ in step.results]
         comma = "," if len(names) == 1 else ""
         lhs = f"p, ({', '.join(names)}{comma})" if names else "p, _"
         self.lines.append(f"{lhs} = {step.primitive}({', '.join(['p', *args])})")
         for name, locs in step.results:
-            self.vars[name] = (q.version, locs)
+            self.vars[self.var(name)] = (q.version, locs)
+
+    def var(self, field: str) -> str:
+        """The variable for a result field: its name, unless that would shadow a primitive
+        the script calls (or ``p``).
+        """
+        return f"{field}_" if field in self.reserved else field
 
 
 def literal(v: Any) -> str:
@@ -111,7 +127,12 @@ def history_script(p: Proc, var: str | None = None) -> str:
         q = q.parent()
     chain.reverse()
     root = chain[0]
-    script = _Script()
+    reserved = {"p", root.name()}
+    for q in chain[1:]:
+        step = q.step()
+        assert step is not None
+        reserved.add(step.primitive)
+    script = _Script(reserved)
     for q in chain[1:]:
         step = q.step()
         assert step is not None

@@ -94,7 +94,7 @@ def parse_pattern(text: str) -> Pattern:
     if not tree.body:
         raise PatternError(f"empty pattern {text!r}")
     only = tree.body[0]
-    if len(tree.body) == 1 and isinstance(only, ast.Expr):
+    if len(tree.body) == 1 and isinstance(only, ast.Expr) and not _is_wild(only):
         callee = only.value.func if isinstance(only.value, ast.Call) else None
         # A bare call of a non-extern name is a call statement; anything else an expression.
         if not (isinstance(callee, ast.Name) and not _is_extern(callee.id)):

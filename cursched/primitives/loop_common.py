@@ -1,0 +1,233 @@
+"""Helpers shared by the loop primitives (``loop_split``, ``loop_nests``, ``loop_ranges``).
+
+- ``subst_simplify``: replace loop variables by index expressions and simplify exactly the
+  control expressions that changed, so the output reads like hand-written code
+  (``4 * io + ii``) while untouched expressions keep their text and their node identity;
+- ``fresh_copy``: a copy of statements in which every node is a new object and every symbol
+  bound inside is a fresh one, for the second copy of a body (tails, cut and fissioned
+  loops): identity-based forwarding then follows the original, never the copy;
+- ``same_pairs``: old/new statement pairs of a structure-preserving rewrite, for ``same=``;
+- ``index_expr``: a user's index argument (an int, an IR expression or a string such as
+  ``"n / 2"``) as an IR expression over the control names visible at a place;
+- ``safety``: turn an analysis ``SafetyError`` into the primitive's own error class, keeping
+  the counterexample.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from cursched.analysis import affine as af
+from cursched.analysis.checks import SafetyError
+from cursched.analysis.context import context_of
+from cursched.cursors import Cursor
+from cursched.errors import SchedulingError
+from cursched.ir.nodes import BinOp, Const, Expr, Node, ProcDef, Read, Stmt, USub
+from cursched.ir.paths import Path
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import (
+    defined_syms,
+    free_syms_expr,
+    map_expr_children,
+    map_stmt_children,
+    subst_expr,
+    subst_stmt,
+    walk_stmts,
+)
+from cursched.ir.types import INDEX, INT, ControlType
+from cursched.primitives.registry import fail
+
+N = TypeVar("N", bound=Node)
+
+Ranges = Mapping[Sym, af.Bound]
+
+
+class BadIndexExpressionError(SchedulingError):
+    """An index argument (a cut point, a new lower bound) is not an affine expression over the
+    sizes and loop variables visible where it is used."""
+
+
+# ------------------------------------------------------------------------- substitution
+
+
+def _is_int(e: Expr) -> bool:
+    t = getattr(e, "type", None)
+    return isinstance(t, ControlType) and t.is_integer()
+
+
+def subst_expr_simplified(e: Expr, env: Mapping[Sym, Expr], ranges: Ranges) -> Expr:
+    """``e`` with the reads of ``env``'s symbols replaced; each maximal integer control
+    expression that changed is simplified (``(4 * io + ii) / 4`` -> ``io`` given ``ii < 4``).
+    """
+    keys = set(env)
+
+    def go(x: Expr) -> Expr:
+        if not free_syms_expr(x) & keys:
+            return x
+        if _is_int(x) and af.to_aff(x) is not None:
+            out = af.simplify_expr(subst_expr(x, env), ranges)
+            return out
+        return map_expr_children(x, go)
+
+    return go(e)
+
+
+def subst_simplify(s: Stmt, env: Mapping[Sym, Expr], ranges: Ranges) -> Stmt:
+    """``subst_expr_simplified`` over a statement and everything nested in it."""
+
+    def fe(x: Expr) -> Expr:
+        return subst_expr_simplified(x, env, ranges)
+
+    def fs(x: Stmt) -> Stmt:
+        return map_stmt_children(x, fs, fe)
+
+    return fs(s)
+
+
+def _force_new(node: N) -> N:
+    # dataclasses.replace always builds a new object, unlike Node.replace.
+    return dataclasses.replace(node)
+
+
+def _fresh_expr(e: Expr) -> Expr:
+    return _force_new(map_expr_children(e, _fresh_expr))
+
+
+def _fresh_stmt(s: Stmt) -> Stmt:
+    return _force_new(map_stmt_children(s, _fresh_stmt, _fresh_expr))
+
+
+def fresh_copy(
+    stmts: Sequence[Stmt], env: Mapping[Sym, Expr | Sym] | None = None, ranges: Ranges = {}
+) -> tuple[Stmt, ...]:
+    """A copy of ``stmts`` sharing no node with them, each symbol bound inside renamed to a
+    fresh one, and ``env`` substituted (expressions for loop variables, simplified).
+
+    Args:
+        stmts: the statements to copy.
+        env: loop variables to replace by expressions (or symbols to rename).
+        ranges: constant ranges for simplifying the substituted expressions.
+    """
+    rename: dict[Sym, Expr | Sym] = {}
+    for s in stmts:
+        for sym in defined_syms(s):
+            rename[sym] = sym.copy()
+    exprs = {k: v for k, v in (env or {}).items() if not isinstance(v, Sym)}
+    syms = {k: v for k, v in (env or {}).items() if isinstance(v, Sym)}
+    out: list[Stmt] = []
+    for s in stmts:
+        x = subst_simplify(s, exprs, ranges) if exprs else s
+        x = subst_stmt(x, {**rename, **syms})
+        out.append(_fresh_stmt(x))
+    return tuple(out)
+
+
+def same_pairs(old: Sequence[Stmt], new: Sequence[Stmt]) -> list[tuple[Stmt, Stmt]]:
+    """(old, new) pairs of every statement, for a rewrite that kept the statement structure."""
+    return [
+        (a, b)
+        for a, b in zip(walk_stmts(tuple(old)), walk_stmts(tuple(new)), strict=True)
+        if a is not b
+    ]
+
+
+def aff(e: Expr) -> af.Aff:
+    """The affine form of a loop bound (the frontend guarantees bounds are quasi-affine)."""
+    a = af.to_aff(e)
+    assert a is not None, "loop bounds are quasi-affine"
+    return a
+
+
+def expr_of(a: af.Aff) -> Expr:
+    """The readable IR expression of an affine form."""
+    return af.from_aff(a)
+
+
+def int_const(v: int) -> Expr:
+    return Const(v, INT)
+
+
+# ----------------------------------------------------------------------- user indices
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Div: "/", ast.Mod: "%"}
+
+
+def _visible_controls(ir: ProcDef, path: Path) -> dict[str, Read]:
+    out: dict[str, Read] = {}
+    for a in ir.args:
+        if isinstance(a.type, ControlType) and a.type.is_integer():
+            out[a.sym.name] = Read(a.sym, (), a.type)
+    for loop in context_of(ir, path).loops:
+        out[loop.iter.name] = Read(loop.iter, (), INDEX)
+    return out
+
+
+def index_expr(
+    ir: ProcDef, path: Path, value: Any, primitive: str, where: Cursor, what: str
+) -> Expr:
+    """``value`` (an int, an integer control expression, or its text such as ``"n - 4"``) as
+    a simplified IR expression, valid at ``path`` (the statement it will be used next to).
+
+    Raises:
+        BadIndexExpressionError: ``value`` is not quasi-affine, or names something that is
+            not a size or an enclosing loop variable.
+    """
+    names = _visible_controls(ir, path)
+    e: Expr | None
+    if isinstance(value, bool):
+        e = None
+    elif isinstance(value, int):
+        e = int_const(value)
+    elif isinstance(value, str):
+        try:
+            tree = ast.parse(value.strip(), mode="eval").body
+        except SyntaxError:
+            tree = None
+        e = None if tree is None else _from_ast(tree, names)
+    elif isinstance(value, Node) and _is_int(value):  # type: ignore[arg-type]
+        e = value  # type: ignore[assignment]
+        if e is not None and not free_syms_expr(e) <= {r.sym for r in names.values()}:
+            e = None
+    else:
+        e = None
+    a = None if e is None else af.to_aff(e)
+    if a is None:
+        raise fail(
+            BadIndexExpressionError,
+            primitive,
+            f"{what} {value!r} is not an affine expression of the sizes and loop variables "
+            f"visible here ({', '.join(sorted(names)) or 'none'})",
+            where,
+        )
+    return expr_of(a)
+
+
+def _from_ast(node: ast.expr, names: Mapping[str, Read]) -> Expr | None:
+    match node:
+        case ast.Constant(value=int() as v) if not isinstance(v, bool):
+            return int_const(v)
+        case ast.Name(id=name) if name in names:
+            return names[name]
+        case ast.UnaryOp(op=ast.USub(), operand=arg):
+            inner = _from_ast(arg, names)
+            return None if inner is None else USub(inner, INDEX)
+        case ast.BinOp(left=lhs, op=op, right=rhs) if type(op) in _OPS:
+            a, b = _from_ast(lhs, names), _from_ast(rhs, names)
+            if a is None or b is None:
+                return None
+            return BinOp(_OPS[type(op)], a, b, INDEX)  # type: ignore[arg-type]
+        case _:
+            return None
+
+
+# ------------------------------------------------------------------------------- safety
+
+
+def safety(cls: type[SchedulingError], primitive: str, e: SafetyError, where: Cursor) -> Exception:
+    """The primitive's own error for a failed analysis check, with its counterexample."""
+    err = fail(cls, primitive, e.message, where)
+    err.counterexample = e.counterexample  # type: ignore[attr-defined]
+    return err
