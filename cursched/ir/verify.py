@@ -40,8 +40,8 @@ The invariants, each checked by one small function below:
   a memory (a ``Memory`` subclass).
 - ``call-args``: a call passes as many arguments as the callee has parameters, each of the
   parameter's kind: a control value of the same family, a data read of the same data type, or a
-  whole tensor or window of the same element type and rank; every callee satisfies every
-  invariant.
+  whole tensor or window of the same element type and rank, in the parameter's memory; every
+  callee satisfies every invariant.
 - ``scope``: a scope has a non-empty name and a target that is None or a non-empty string.
 """
 
@@ -97,6 +97,8 @@ Value: TypeAlias = int | None
 class _Var:
     type: Type
     role: Role
+    # Where a data buffer lives (a window lives where its tensor does); None for control.
+    mem: object = None
 
 
 def _is_int(t: Type) -> bool:
@@ -355,6 +357,12 @@ class _Verifier:
                     self.fail("call-args", path, f"{at} passed for {param.sym!r}")
             case _:
                 assert_never(pt)
+        if isinstance(pt, ControlType):
+            return
+        assert isinstance(e, Read | WindowExpr)
+        have = self.env[e.sym].mem
+        if have is not param.mem:
+            self.fail("call-args", path, f"{e.sym!r} lives in {have}, {param.sym!r} in {param.mem}")
 
     # -- statements -------------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], path: Path, attr: str) -> None:
@@ -379,14 +387,15 @@ class _Verifier:
                 self.loop(s, path)
             case Alloc():
                 self.alloc(s, path)
-                self.bind(s.sym, _Var(s.type, "alloc"), path, bound)
+                self.bind(s.sym, _Var(s.type, "alloc", s.mem), path, bound)
             case Call():
                 self.call(s, path)
             case WindowStmt():
                 if not isinstance(s.rhs, WindowExpr):
                     self.fail("window-expr", path, "a window statement binds a non-window")
                 self.window(s.rhs, (*path, ("rhs", -1)))
-                self.bind(s.sym, _Var(s.rhs.type, "window"), path, bound)
+                base = self.env[s.rhs.sym].mem
+                self.bind(s.sym, _Var(s.rhs.type, "window", base), path, bound)
             case Scope():
                 self.scope(s, path)
             case _:
@@ -446,7 +455,7 @@ class _Verifier:
                 self.fail("fnarg", path, f"control parameter {a.sym!r} has a memory")
         elif not (isinstance(mem := a.mem, type) and issubclass(mem, Memory)):
             self.fail("fnarg", path, f"data parameter {a.sym!r} has no memory")
-        self.bind(a.sym, _Var(t, "param"), path, bound)
+        self.bind(a.sym, _Var(t, "param", a.mem), path, bound)
 
     def proc(self) -> None:
         p = self.p

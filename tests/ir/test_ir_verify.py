@@ -26,7 +26,7 @@ from ir_builders import (
 )
 
 from cursched.errors import CurschedError, IRVerificationError, SrcInfo
-from cursched.ir.memory import DRAM
+from cursched.ir.memory import DRAM, DRAM_STACK
 from cursched.ir.nodes import (
     Alloc,
     BinOp,
@@ -453,6 +453,21 @@ def test_call_args_element_for_a_tensor() -> None:
 def test_call_args_rank_of_a_tensor() -> None:
     call = Call(G, (N, Read(A, (), tensor(F32, N, M)), Read(W, (), WT), v(x, F32)))
     broken(P(call), "call-args")
+
+
+def test_call_args_memory_of_a_tensor() -> None:
+    stack = alloc(t, tensor(F32, c(8)), DRAM_STACK)
+    call = Call(G, (N, Read(t, (), tensor(F32, c(8))), Read(W, (), WT), v(x, F32)))
+    broken(P(stack, call), "call-args")
+
+
+def test_call_args_memory_of_a_window_is_its_tensors() -> None:
+    stack = alloc(t, tensor(F32, c(8)), DRAM_STACK)
+    wt_ = win(t, F32, iv(c(0), c(8)), shape=(c(8),))
+    call = Call(G, (N, Read(w, (), WT), Read(W, (), WT), v(x, F32)))
+    broken(P(stack, WindowStmt(w, wt_), call), "call-args")
+    ok = alloc(t, tensor(F32, c(8)))
+    verify_proc(P(ok, WindowStmt(w, wt_), call))
 
 
 def test_call_args_invalid_callee_is_reported() -> None:
