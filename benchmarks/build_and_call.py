@@ -59,9 +59,7 @@ def compile_times() -> None:
         print(time.perf_counter() - t0)
         """
     )
-    r = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, check=True
-    )
+    r = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
     t_fresh = float(r.stdout.split()[-1])
     print(f"compile, cache miss:                {_ms(t_miss)}")
     print(f"compile, cache hit (same process):  {_ms(t_hit)}")

@@ -259,7 +259,7 @@ class ExprGen:
         if not idx:
             return b.base
         off = self.offset(b, idx)
-        return b.base if off == "0" else f"{paren(b.base)} + {paren(off)}"
+        return b.base if off == "0" else binary(b.base, "+", off)
 
     def window(self, w: WindowExpr) -> Buffer:
         """The buffer a window expression denotes (an alias into its tensor)."""
@@ -278,7 +278,7 @@ class ExprGen:
                 case _:
                     assert_never(acc)
         off = add_terms(terms)
-        base = b.base if off == "0" else f"{paren(b.base)} + {paren(off)}"
+        base = b.base if off == "0" else binary(b.base, "+", off)
         return Buffer(b.elem, base, tuple(strides))
 
     # -- data ------------------------------------------------------------------------------

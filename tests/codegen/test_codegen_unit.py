@@ -1,0 +1,134 @@
+"""Focused checks of the generator: names, floor division, heap buffers, units, ABI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cursched import DRAM, proc
+from cursched.codegen.c import generate_unit
+from cursched.codegen.c.expressions import binary, is_atom
+from cursched.codegen.c.naming import Namer, sanitize
+from cursched.ir.symbols import Sym
+
+
+def test_sanitize_keeps_names_but_avoids_c_words() -> None:
+    assert sanitize("x") == "x"
+    assert sanitize("float") == "float_"
+    assert sanitize("free") == "free_"
+    assert sanitize("cs_tmp") == "cs_tmp_"
+
+
+def test_namer_unique_and_scoped() -> None:
+    names = Namer({"f"})
+    i1, i2 = Sym("i"), Sym("i")
+    names.push()
+    assert names.bind(i1) == "i"
+    names.push()
+    assert names.bind(i2) == "i_1"  # shadowing an outer i is avoided
+    names.pop()
+    names.pop()
+    names.push()
+    assert names.bind(Sym("i")) == "i"  # a sibling block reuses the name
+    assert names.bind(Sym("f")) == "f_1"  # global names are never reused
+
+
+@pytest.mark.parametrize(
+    ("a", "op", "b", "text"),
+    [
+        ("a * b", "+", "c", "a * b + c"),
+        ("a", "-", "b + c", "a - (b + c)"),
+        ("a + b", "+", "c", "a + b + c"),
+        ("a", "+", "b + c", "a + (b + c)"),
+        ("a + b", "*", "c", "(a + b) * c"),
+        ("i < n", "&&", "j < n", "(i < n) && (j < n)"),
+        ("(float)x[i]", "*", "y", "(float)x[i] * y"),
+        ("a", "-", "-1.0f", "a - -1.0f"),
+    ],
+)
+def test_binary_parenthesises_by_precedence(a: str, op: str, b: str, text: str) -> None:
+    assert binary(a, op, b) == text
+
+
+def test_atoms() -> None:
+    assert is_atom("x") and is_atom("1.5f") and is_atom("f(a, b)") and is_atom("A[i * n + j]")
+    assert is_atom("(float)A[i]") and not is_atom("(float)(a + b) + c")
+    assert not is_atom("*x") and not is_atom("(a) + (b)")
+
+
+@proc
+def keywords(n: size, float: f32[n] @ DRAM, free: f32[n] @ DRAM):
+    restrict: f32
+    for int in seq(0, n):
+        restrict = float[int]
+        free[int] = restrict * 2.0
+
+
+def test_c_keywords_as_names() -> None:
+    c = generate_unit("keywords", [keywords.ir()]).c_source
+    assert "float *restrict float_" in c and "for (int_fast64_t int_ = 0;" in c
+    f = keywords.compile()
+    x, y = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    f(4, x, y)
+    assert (y == 2 * x).all()
+
+
+@proc
+def floors(n: size, k: index, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    assert n >= 4
+    big: f32[2048] @ DRAM
+    for i in seq(0, n):
+        big[i % 2048] = x[i]
+    for i in seq(0, n):
+        y[(i + k) % 4] += big[i % 2048]
+    for i in seq(0, n):
+        y[(k - i) / 8 - (k - i - 7) / 8] += 1.0
+
+
+@pytest.mark.parametrize("k", [-13, -1, 0, 5])
+def test_floor_division_of_negative_numbers_and_heap(k: int) -> None:
+    f = floors.compile()
+    x = np.arange(9, dtype=np.float32)
+    y1, y2 = np.zeros(9, np.float32), np.zeros(9, np.float32)
+    f(9, k, x, y1)
+    floors.interpret(9, k, x, y2)
+    assert y1.tobytes() == y2.tobytes()
+
+
+@proc
+def inner(n: size, x: [f32][n] @ DRAM):
+    for i in seq(0, n):
+        x[i] = x[i] + 1.0
+
+
+@proc
+def outer(n: size, A: f32[n, n] @ DRAM):
+    for i in seq(0, n):
+        inner(n, A[i, 0:n])
+        inner(n, A[0:n, i])
+
+
+def test_callees_emitted_once_before_callers() -> None:
+    unit = generate_unit("outer", [outer.ir()])
+    c = unit.c_source
+    assert c.count("void inner(") == 1 and c.index("void inner(") < c.index("void outer(")
+    assert "inner(n, A + i * n, 1);" in c and "inner(n, A + i, n);" in c
+    assert [ln for ln in unit.h_source.splitlines() if ln.startswith("void ")] == [
+        ln.split(" {")[0] + ";" for ln in c.splitlines() if ln.startswith("void ")
+    ]
+    f = outer.compile()
+    A = np.zeros((3, 3), np.float32)
+    f(3, A)
+    assert (A == 2).all()
+
+
+@proc
+def noargs():
+    t: f32[4] @ DRAM
+    for i in seq(0, 4):
+        t[i] = 0.0
+
+
+def test_proc_without_arguments() -> None:
+    assert "void noargs(void)" in generate_unit("noargs", [noargs.ir()]).c_source
+    noargs.compile()()
