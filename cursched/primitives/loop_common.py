@@ -101,7 +101,9 @@ def _fresh_stmt(s: Stmt) -> Stmt:
 
 
 def fresh_copy(
-    stmts: Sequence[Stmt], env: Mapping[Sym, Expr | Sym] | None = None, ranges: Ranges = {}
+    stmts: Sequence[Stmt],
+    env: Mapping[Sym, Expr | Sym] | None = None,
+    ranges: Ranges | None = None,
 ) -> tuple[Stmt, ...]:
     """A copy of ``stmts`` sharing no node with them, each symbol bound inside renamed to a
     fresh one, and ``env`` substituted (expressions for loop variables, simplified).
@@ -119,7 +121,7 @@ def fresh_copy(
     syms = {k: v for k, v in (env or {}).items() if isinstance(v, Sym)}
     out: list[Stmt] = []
     for s in stmts:
-        x = subst_simplify(s, exprs, ranges) if exprs else s
+        x = subst_simplify(s, exprs, ranges or {}) if exprs else s
         x = subst_stmt(x, {**rename, **syms})
         out.append(_fresh_stmt(x))
     return tuple(out)
@@ -228,6 +230,6 @@ def _from_ast(node: ast.expr, names: Mapping[str, Read]) -> Expr | None:
 
 def safety(cls: type[SchedulingError], primitive: str, e: SafetyError, where: Cursor) -> Exception:
     """The primitive's own error for a failed analysis check, with its counterexample."""
-    err = fail(cls, primitive, e.message, where)
+    err = fail(cls, primitive, e.message.removeprefix(f"{primitive}: "), where)
     err.counterexample = e.counterexample  # type: ignore[attr-defined]
     return err

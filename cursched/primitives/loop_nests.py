@@ -1,0 +1,394 @@
+"""Loop-nest primitives: ``reorder_loops``, ``fission``, ``fuse``.
+
+Each is a rewrite registered with ``@primitive`` (``cursched.primitives.registry``); the
+dependence questions are answered by ``cursched.analysis.checks``.
+"""
+
+from __future__ import annotations
+
+from cursched.analysis.checks import (
+    FissionError,
+    FusionError,
+    NotEqualError,
+    ParallelError,
+    ReorderLoopsError,
+    check_expr_equal,
+    check_fission,
+    check_fuse,
+    check_parallel,
+    check_reorder_loops,
+)
+from cursched.cursors import (
+    BlockCursor,
+    BlockLoc,
+    Editor,
+    ForCursor,
+    GapCursor,
+    GapLoc,
+    NodeLoc,
+    StmtCursor,
+)
+from cursched.cursors.edits import Rewrite
+from cursched.errors import SchedulingError
+from cursched.ir.nodes import For, If, ProcDef, Stmt
+from cursched.ir.paths import Path, get_at
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import free_syms_expr, subst_stmt
+from cursched.primitives.loop_common import safety, same_pairs
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.proc import Proc
+
+# ---------------------------------------------------------------------------- reorder_loops
+
+
+class ReorderNotNestedError(SchedulingError):
+    """reorder_loops, precondition 1: the loop's body is not exactly one loop."""
+
+
+class ReorderBoundsError(SchedulingError):
+    """reorder_loops, precondition 2: the inner loop's bounds use the outer variable."""
+
+
+class ReorderDependenceError(SchedulingError):
+    """reorder_loops, precondition 3: swapping the loops reverses a dependence."""
+
+
+@prim_cursors
+class ReorderLoopsCursors(PrimCursors):
+    """What ``reorder_loops`` returns.
+
+    Attributes:
+        outer: the loop now outside (the old inner loop).
+        inner: the loop now inside (the old outer loop).
+    """
+
+    outer: ForCursor
+    inner: ForCursor
+
+
+@primitive
+def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
+    """Interchange a loop with the single loop directly inside it.
+
+    Args:
+        proc: the proc to rewrite.
+        loop: the outer loop of the pair (a cursor or a loop name).
+
+    Returns:
+        The new proc and ``ReorderLoopsCursors``:
+        ``outer``: the loop now outside (the old inner one);
+        ``inner``: the loop now inside (the old outer one).
+
+    Preconditions:
+        1. ``loop``'s body is exactly one loop (``ReorderNotNestedError``).
+        2. the inner loop's bounds do not use the outer loop's variable
+           (``ReorderBoundsError``).
+        3. no two iterations ``(i1, j1)``, ``(i2, j2)`` with ``i1 < i2`` and ``j1 > j2``
+           touch one element with conflicting accesses (``ReorderDependenceError``, proven
+           by ``check_reorder_loops``, with a counterexample).
+
+    Forwards/Kills:
+        Both loops keep their identity by iteration variable: a cursor to ``loop`` follows it
+        inside, a cursor to the inner loop follows it outside. The body is untouched and keeps
+        its identity. Nothing dies.
+
+    Example:
+        ``reorder_loops(p, "i")``::
+
+            for i in seq(0, n):         ->    for j in seq(0, m):
+                for j in seq(0, m):               for i in seq(0, n):
+                    A[i, j] = 0.0                     A[i, j] = 0.0
+    """
+    name = "reorder_loops"
+    outer = loop.loop()
+    if len(outer.body) != 1 or not isinstance(outer.body[0], For):
+        msg = f"the body of loop {outer.iter.name} is not exactly one loop"
+        raise fail(ReorderNotNestedError, name, msg, loop)
+    inner = outer.body[0]
+    if outer.iter in free_syms_expr(inner.lo) | free_syms_expr(inner.hi):
+        msg = f"the bounds of loop {inner.iter.name} use {outer.iter.name}"
+        raise fail(ReorderBoundsError, name, msg, loop)
+    try:
+        check_reorder_loops(proc.ir(), loop.path(), primitive=name)
+    except ReorderLoopsError as e:
+        raise safety(ReorderDependenceError, name, e, loop) from e
+    swapped = inner.replace(body=(outer.replace(body=inner.body),))
+    ed = Editor(proc.ir())
+    out = ed.replace(loop.as_block().block(), (swapped,))
+    path = out.stmt_paths()[0]
+    return ed.done(ReorderLoopsCursors, outer=NodeLoc(path), inner=NodeLoc((*path, ("body", 0))))
+
+
+# ---------------------------------------------------------------------------------- fission
+
+
+class FissionNotInLoopError(SchedulingError):
+    """fission, precondition 1: one of the ``n_lifts`` levels around the gap is not a loop."""
+
+
+class FissionAtEdgeError(SchedulingError):
+    """fission, precondition 2: the gap is at the start or end of the innermost body, so
+    one of the two loops would be empty."""
+
+
+class FissionDependenceError(SchedulingError):
+    """fission, precondition 3: running every statement before the gap first changes the
+    result (or the second part uses a name the first part defines)."""
+
+
+@prim_cursors
+class FissionCursors(PrimCursors):
+    """What ``fission`` returns.
+
+    Attributes:
+        first: the outermost new loop holding the statements before the gap.
+        second: the outermost new loop holding the statements after the gap.
+        gap: the gap between ``first`` and ``second``.
+    """
+
+    first: ForCursor
+    second: ForCursor
+    gap: GapCursor
+
+
+def _levels(ir: ProcDef, gap: GapLoc, n_lifts: int) -> list[tuple[Path, For, int]] | None:
+    """(loop path, loop, index of the split in its body), innermost first; None when a
+    level is not a loop."""
+    parent, attr, k = gap.position()
+    out: list[tuple[Path, For, int]] = []
+    cur_parent, cur_attr, cur_k = parent, attr, k
+    for _ in range(n_lifts):
+        node = get_at(ir, cur_parent) if cur_parent else None
+        if not isinstance(node, For) or cur_attr != "body":
+            return None
+        out.append((cur_parent, node, cur_k))
+        *up, (up_attr, up_k) = cur_parent
+        cur_parent, cur_attr, cur_k = tuple(up), up_attr, up_k + 1
+    return out
+
+
+@primitive
+def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCursors]:
+    """Split the ``n_lifts`` loops around a gap into two nests: one running everything before
+    the gap, then one running everything after it.
+
+    Args:
+        proc: the proc to rewrite.
+        gap: the gap (``c.after()``, ``c.before()``) inside the innermost loop to split.
+        n_lifts: how many enclosing loops to split (1: only the innermost).
+
+    Returns:
+        The new proc and ``FissionCursors``:
+        ``first``: the outermost loop of the first nest;
+        ``second``: the outermost loop of the second nest;
+        ``gap``: the gap between them.
+
+    Preconditions:
+        1. ``n_lifts >= 1`` and each of the ``n_lifts`` levels around the gap is a loop
+           (``FissionNotInLoopError``).
+        2. the gap is neither at the start nor at the end of the innermost loop's body
+           (``FissionAtEdgeError``).
+        3. every instance of a statement after the gap may run after every instance of a
+           statement before it, and the statements after the gap use nothing the ones
+           before define (``FissionDependenceError``, proven by ``check_fission``, with a
+           counterexample).
+
+    Forwards/Kills:
+        The split loops forward to the first nest (they keep their iteration variables; the
+        second nest's loops get fresh copies of them). Every statement of the bodies keeps
+        its identity (statements after the gap forward into the second nest). ``gap``
+        forwards to the same gap, now at the end of the innermost first loop. Nothing dies.
+
+    Example:
+        ``fission(p, p.find("x[_] = _").after())``::
+
+            for i in seq(0, n):        ->    for i in seq(0, n):
+                x[i] = 1.0                       x[i] = 1.0
+                y[i] = 2.0                   for i in seq(0, n):
+                                                 y[i] = 2.0
+    """
+    name = "fission"
+    ir = proc.ir()
+    levels = _levels(ir, gap.gap(), n_lifts) if n_lifts >= 1 else None
+    if levels is None:
+        msg = f"the {n_lifts} level(s) around the gap are not all loops"
+        raise fail(FissionNotInLoopError, name, msg, gap)
+    _, innermost, k = levels[0]
+    if k == 0 or k == len(innermost.body):
+        msg = "the gap is at an edge of the loop body: one loop would be empty"
+        raise fail(FissionAtEdgeError, name, msg, gap)
+    parent, attr, pos = gap.position()
+    try:
+        check_fission(ir, (*parent, (attr, pos)), n_lifts, primitive=name)
+    except FissionError as e:
+        raise safety(FissionDependenceError, name, e, gap) from e
+    first: Stmt | None = None
+    second: Stmt | None = None
+    for _, loop, k in levels:
+        if first is None or second is None:  # the innermost level: split at the gap
+            first = loop.replace(body=loop.body[:k])
+            body: tuple[Stmt, ...] = loop.body[k:]
+        else:  # an outer level: body[k - 1] is the loop split one level down
+            first = loop.replace(body=(*loop.body[: k - 1], first))
+            body = (second, *loop.body[k:])
+        second = For(loop.iter, loop.lo, loop.hi, body, loop.mode)
+    assert first is not None and second is not None
+    fresh: dict[Sym, Sym] = {lv[1].iter: lv[1].iter.copy() for lv in levels}
+    renamed = subst_stmt(second, fresh)
+    top_path = levels[-1][0]
+    ed = Editor(ir)
+    out = ed.replace(
+        BlockLoc(top_path[:-1], top_path[-1][0], top_path[-1][1], top_path[-1][1] + 1),
+        (first, renamed),
+        same=_second_pairs(levels, renamed),
+    )
+    p1, p2 = out.stmt_paths()
+    return ed.done(FissionCursors, first=NodeLoc(p1), second=NodeLoc(p2), gap=GapLoc(p1, "after"))
+
+
+def _second_pairs(levels: list[tuple[Path, For, int]], renamed: Stmt) -> list[tuple[Stmt, Stmt]]:
+    """Pair each statement moved into the second nest with its renamed copy."""
+    pairs: list[tuple[Stmt, Stmt]] = []
+    cur = renamed
+    for depth in range(len(levels) - 1, -1, -1):
+        _, loop, k = levels[depth]
+        assert isinstance(cur, For)
+        moved = loop.body[k:]
+        if depth == 0:
+            pairs += same_pairs(moved, cur.body)
+        else:
+            pairs += same_pairs(moved, cur.body[1:])
+            cur = cur.body[0]
+    return pairs
+
+
+# -------------------------------------------------------------------------------------- fuse
+
+
+class FuseKindError(SchedulingError):
+    """fuse, precondition 1: the statements are not two loops or two ifs."""
+
+
+class FuseNotAdjacentError(SchedulingError):
+    """fuse, precondition 2: the second statement does not directly follow the first."""
+
+
+class FuseBoundsError(SchedulingError):
+    """fuse, precondition 3 (loops): the bounds are not provably equal."""
+
+
+class FuseConditionError(SchedulingError):
+    """fuse, precondition 3 (ifs): the conditions are not provably equivalent."""
+
+
+class FuseDependenceError(SchedulingError):
+    """fuse, precondition 4: an iteration of the second loop depends on a later iteration
+    of the first one (or, for two ``par`` loops, the fused loop is not race-free)."""
+
+
+@prim_cursors
+class FuseCursors(PrimCursors):
+    """What ``fuse`` returns.
+
+    Attributes:
+        fused: the fused loop or if.
+        first_body: the statements that came from the first one's body.
+        second_body: the statements that came from the second one's body.
+    """
+
+    fused: StmtCursor
+    first_body: BlockCursor
+    second_body: BlockCursor
+
+
+@primitive
+def fuse(proc: Proc, first: StmtCursor, second: StmtCursor) -> Rewrite[FuseCursors]:
+    """Fuse two consecutive loops with equal bounds (or two ifs with equivalent conditions).
+
+    Args:
+        proc: the proc to rewrite.
+        first: the first loop or if.
+        second: the loop or if right after it.
+
+    Returns:
+        The new proc and ``FuseCursors``:
+        ``fused``: the fused statement (the first one, grown);
+        ``first_body``: the block of the first one's body statements;
+        ``second_body``: the block of the second one's body statements (for ifs, both refer
+        to the ``body`` branch; the ``orelse`` branches are concatenated too).
+
+    Preconditions:
+        1. both are loops or both are ifs (``FuseKindError``).
+        2. ``second`` directly follows ``first`` (``FuseNotAdjacentError``).
+        3. loops: equal bounds, proven (``FuseBoundsError``, with a counterexample); ifs:
+           equivalent conditions, proven (``FuseConditionError``).
+        4. loops: no instance of the second body at iteration ``i2`` conflicts with an
+           instance of the first body at a later iteration ``i1 > i2``; two ``par`` loops
+           fuse into a race-free ``par`` loop (``FuseDependenceError``, with a
+           counterexample). A ``seq`` and a ``par`` loop fuse into a ``seq`` loop.
+
+    Forwards/Kills:
+        ``first`` forwards to ``fused``; ``second`` dies (hint: "fused into `fused`"). The
+        statements of both bodies keep their identity (the second's forward to their
+        renamed copies).
+
+    Example:
+        ``fuse(p, "for i in _: _", "for j in _: _")``::
+
+            for i in seq(0, n):        ->    for i in seq(0, n):
+                x[i] = 1.0                       x[i] = 1.0
+            for j in seq(0, n):                  y[i] = x[i]
+                y[j] = x[j]
+    """
+    name = "fuse"
+    ir = proc.ir()
+    n1, n2 = first.node(), second.node()
+    loops = isinstance(n1, For) and isinstance(n2, For)
+    ifs = isinstance(n1, If) and isinstance(n2, If)
+    if not (loops or ifs):
+        msg = f"wants two loops or two ifs, got {first.describe()} and {second.describe()}"
+        raise fail(FuseKindError, name, msg, first)
+    p1, p2 = first.path(), second.path()
+    if p1[:-1] != p2[:-1] or p1[-1][0] != p2[-1][0] or p2[-1][1] != p1[-1][1] + 1:
+        msg = "the second statement does not directly follow the first"
+        raise fail(FuseNotAdjacentError, name, msg, second)
+    if isinstance(n1, For) and isinstance(n2, For):
+        for what, e1, e2 in (("lower", n1.lo, n2.lo), ("upper", n1.hi, n2.hi)):
+            try:
+                check_expr_equal(ir, p1, e1, e2, primitive=name)
+            except NotEqualError as e:
+                e.message = f"{what} bounds differ: {e.message}"
+                raise safety(FuseBoundsError, name, e, first) from e
+        try:
+            check_fuse(ir, p1, p2, primitive=name)
+        except FusionError as e:
+            raise safety(FuseDependenceError, name, e, first) from e
+        body2 = tuple(subst_stmt(s, {n2.iter: n1.iter}) for s in n2.body)
+        mode = n1.mode if n1.mode == n2.mode else "seq"
+        fused: Stmt = n1.replace(body=(*n1.body, *body2), mode=mode)
+        pairs = same_pairs(n2.body, body2)
+        len1, len2 = len(n1.body), len(body2)
+    else:
+        assert isinstance(n1, If) and isinstance(n2, If)
+        try:
+            check_fuse(ir, p1, p2, primitive=name)
+        except FusionError as e:
+            raise safety(FuseConditionError, name, e, first) from e
+        fused = n1.replace(body=(*n1.body, *n2.body), orelse=(*n1.orelse, *n2.orelse))
+        pairs = []
+        len1, len2 = len(n1.body), len(n2.body)
+    ed = Editor(ir)
+    loc = BlockLoc(p1[:-1], p1[-1][0], p1[-1][1], p1[-1][1] + 2)
+    out = ed.replace(loc, (fused,), same=[(n1, fused), *pairs], hint="fused into `fused`")
+    path = out.stmt_paths()[0]
+    if isinstance(fused, For) and fused.mode == "par":
+        try:
+            check_parallel(ed.ir, path, primitive=name)
+        except ParallelError as e:
+            raise safety(FuseDependenceError, name, e, first) from e
+    return ed.done(
+        FuseCursors,
+        fused=NodeLoc(path),
+        first_body=BlockLoc(path, "body", 0, len1),
+        second_body=BlockLoc(path, "body", len1, len1 + len2),
+    )
