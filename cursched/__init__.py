@@ -28,7 +28,19 @@ from cursched.ir.memory import (
     SHARED,
     Memory,
 )
-from cursched.primitives import delete_pass, insert_pass, rename, reorder_stmts
+from cursched.primitives import (
+    cut_loop,
+    delete_pass,
+    fission,
+    fuse,
+    insert_pass,
+    join_loops,
+    rename,
+    reorder_loops,
+    reorder_stmts,
+    shift_loop,
+    split,
+)
 from cursched.proc import Proc, instr, proc
 
 __all__ = [
@@ -53,10 +65,17 @@ __all__ = [
     "SchedulingError",
     "StaleCursorError",
     "TypeCheckError",
+    "cut_loop",
     "delete_pass",
+    "fission",
+    "fuse",
     "insert_pass",
     "instr",
+    "join_loops",
     "proc",
     "rename",
+    "reorder_loops",
     "reorder_stmts",
+    "shift_loop",
+    "split",
 ]
