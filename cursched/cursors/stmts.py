@@ -385,6 +385,17 @@ class GapCursor(Cursor):
         """(parent path, list attribute, index) of the gap."""
         return self.gap().position()
 
+    # The gap after one statement is the gap before the next: equal by position.
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, GapCursor)
+            and other._proc is self._proc
+            and other.position() == self.position()
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self._proc), self.position()))
+
     def parent(self) -> Cursor:
         return self.anchor().parent()
 

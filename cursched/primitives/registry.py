@@ -164,7 +164,8 @@ def _row(v: Any) -> tuple[str, str, str]:
                     return v.kind(), snippet, str(i + 2)
                 return v.kind(), snippet, str(i + 1)
             if line.strip() and set(line.strip()) <= {"^"} and i > 0:
-                return v.kind(), v.describe(), str(i)
+                start = len(line) - len(line.lstrip())
+                return v.kind(), text[i - 1][start : len(line)], str(i)
         return v.kind(), v.describe(), "?"
     if isinstance(v, Cursor | Tombstone):
         return "invalid", repr(v), ""

@@ -195,12 +195,14 @@ def reorder_stmts(
     if not unsafe_skip_checks:
         a, b = block.paths()
         try:
-            check_commute(proc.ir(), (a,), (b,), primitive="reorder_stmts")
+            check_commute(proc.ir(), (a,), (b,))
         except SchedulingError as e:
+            why = [ln.strip() for ln in str(e).splitlines()[:2] if ln.strip()]
+            why = [why[0], *(ln for ln in why[1:] if ln.startswith("counterexample"))]
             raise fail(
                 StmtsDontCommuteError,
                 "reorder_stmts",
-                f"the two statements may not commute: {str(e).splitlines()[0]}",
+                "the two statements may not commute: " + "; ".join(why),
                 block,
             ) from e
     ed = Editor(proc.ir())

@@ -1,0 +1,129 @@
+"""The primitive framework: coercion, step records, verification, returned-cursor checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from cursched import CursorError, PatternError, insert_pass, proc, reorder_stmts
+from cursched.cursors import (
+    AllocCursor,
+    ArgCursor,
+    BlockCursor,
+    Editor,
+    ExprCursor,
+    InvalidCursor,
+    NodeLoc,
+    NoLoc,
+)
+from cursched.cursors.edits import Rewrite
+from cursched.errors import IRVerificationError
+from cursched.ir.nodes import Assign, Const
+from cursched.ir.types import F32
+from cursched.primitives import settings
+from cursched.primitives.registry import Buffer, PrimCursors, prim_cursors, primitive
+from cursched.proc import Proc
+
+
+@proc
+def f(n: size, x: f32[n] @ DRAM):
+    t: f32
+    for i in seq(0, n):
+        t = x[i]
+        x[i] = t * 2.0
+
+
+@prim_cursors
+class BufCursors(PrimCursors):
+    buffer: Buffer
+    exprs: tuple[ExprCursor, ...]
+    nothing: InvalidCursor
+
+
+@primitive
+def touch(proc: Proc, buf: Buffer, exprs: tuple[ExprCursor, ...] = ()) -> Rewrite[BufCursors]:
+    ed = Editor(proc.ir())
+    return ed.done(
+        BufCursors, buffer=buf.loc, exprs=tuple(e.loc for e in exprs), nothing=NoLoc("n/a")
+    )
+
+
+@prim_cursors
+class BadCursors(PrimCursors):
+    stmt: object
+
+
+@primitive
+def bad_field(proc: Proc) -> Rewrite[BadCursors]:
+    ed = Editor(proc.ir())
+    return ed.done(BadCursors, stmt=NodeLoc((("body", 9),)))
+
+
+@primitive
+def break_ir(proc: Proc, block: BlockCursor) -> Rewrite[BadCursors]:
+    """Writes an undefined symbol: the verifier must catch it."""
+    from cursched.ir.symbols import Sym
+
+    ed = Editor(proc.ir())
+    out = ed.insert(block.before().gap(), (Assign(Sym("ghost"), (), Const(1.0, F32)),))
+    return ed.done(BadCursors, stmt=NodeLoc(out.stmt_paths()[0]))
+
+
+def test_buffer_strings_and_tuples() -> None:
+    p, res = touch(f, "t", exprs=("t * _", f.find("x[_]")))
+    assert isinstance(res.buffer, AllocCursor) and res.buffer.name() == "t"
+    assert len(res.exprs) == 2 and all(isinstance(e, ExprCursor) for e in res.exprs)
+    assert not res.nothing and "n/a" in repr(res.nothing)
+    _p2, res2 = touch(p, "x", exprs="t * _")
+    assert isinstance(res2.buffer, ArgCursor) and len(res2.exprs) == 1
+    with pytest.raises(PatternError):
+        touch(f, "nope")
+
+
+def test_cursors_dataclass_iterates_and_shows() -> None:
+    _p, res = touch(f, "t", exprs=("t * _",))
+    buffer, exprs, nothing = res
+    assert buffer == res.buffer and exprs == res.exprs and nothing is res.nothing
+    assert len(res) == 3
+    text = repr(res)
+    assert text.splitlines()[0] == "BufCursors"
+    assert "field" in text and "kind" in text and "source" in text and "line" in text
+    assert "buffer    Alloc" in text and "exprs[0]" in text and "nothing   invalid" in text
+    html = res._repr_html_()
+    assert "<table>" in html and "<td><code>buffer</code></td>" in html
+    with pytest.raises(AttributeError):
+        res.buffer = None  # type: ignore[misc]  # frozen
+
+
+def test_step_record() -> None:
+    c = f.find("x[_] = _")
+    p, _res = insert_pass(f, c.before())
+    step = p.step()
+    assert step is not None and step.primitive == "insert_pass"
+    assert step.args == (c.before(),)
+    assert step.results[0][0] == "stmt"
+    assert f.step() is None
+
+
+def test_returned_fields_must_point_into_the_result() -> None:
+    with pytest.raises(AssertionError, match="bad_field returned field 'stmt' at body\\[9\\]"):
+        bad_field(f)
+
+
+def test_verification_runs_and_can_be_switched_off() -> None:
+    with pytest.raises(IRVerificationError):
+        break_ir(f, f.find_loop("i"))
+    settings.verify = False
+    p, _ = break_ir(f, f.find_loop("i"))
+    assert p.version == 1
+
+
+def test_bad_call_signature() -> None:
+    with pytest.raises(CursorError, match="insert_pass: missing a required argument"):
+        insert_pass(f)
+    with pytest.raises(CursorError, match="reorder_stmts"):
+        reorder_stmts(f, "t = _; x[_] = _", 1, 2)
+
+
+def test_primitive_keeps_docstring() -> None:
+    assert insert_pass.__name__ == "insert_pass"
+    assert insert_pass.__doc__ is not None and "Preconditions:" in insert_pass.__doc__
