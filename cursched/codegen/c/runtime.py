@@ -350,7 +350,7 @@ def compile_proc(
     if sanitize:
         from cursched.codegen.c.sanitize import SanitizedCall
 
-        runner = fn = SanitizedCall(built.lib_path, entry, _ctypes_argtypes(root, shim), specs)
+        runner = fn = SanitizedCall(built.lib_path, entry, _ctypes_argtypes(root, shim))
     else:
         fn = getattr(_load(built.lib_path), entry)
         fn.argtypes = _ctypes_argtypes(root, shim)

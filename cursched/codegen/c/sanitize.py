@@ -56,7 +56,7 @@ def _span(a: np.ndarray[Any, Any]) -> tuple[int, int]:
 class SanitizedCall:
     """Calls one sanitized entry point in a child process; see the module docstring."""
 
-    def __init__(self, lib: Path, entry: str, argtypes: list[Any], specs: Any) -> None:
+    def __init__(self, lib: Path, entry: str, argtypes: list[Any]) -> None:
         self.lib = lib
         self.entry = entry
         self.argtypes = argtypes
