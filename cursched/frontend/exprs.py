@@ -10,8 +10,8 @@ Decisions (documented here because Exo is not uniform about them):
 - **Control values are not data.** Reading a size, index or bool variable (or ``stride``) on
   the right of ``=``/``+=`` is a ``TypeCheckError``; integer and float *literals* (and Python
   int/float constants of the defining scope) are allowed and take the destination's type.
-  Converting an index to data would need a precision rule for large indices that
-  docs/semantics.md does not have; it is easy to add later, impossible to take back.
+  Exo rejects it too ("cannot assign/reduce a 'index' type value"); converting an index to
+  data would need a precision rule for large indices that docs/semantics.md does not have.
 - **Data values are not control.** Reading a buffer inside an index, a bound, a condition or
   an assert is a ``TypeCheckError``; data comparisons are written with ``select``.
 - **``not`` is not in the language** (``ParseError``): write the negated comparison. Exo has no
@@ -20,12 +20,15 @@ Decisions (documented here because Exo is not uniform about them):
   ``-inf``), so that a printed negative constant parses back to the same IR.
 - A comparison chain ``0 <= i < n`` is the ``and`` of its comparisons.
 - Data ``%`` is allowed only when the destination is an integer type (C's remainder).
+- A literal in a data position must be a value of the destination type: an integer
+  destination takes only integer literals within its range (``2.0`` and ``inf`` are floats).
 """
 
 from __future__ import annotations
 
 import ast
 import math
+from typing import NoReturn
 
 import numpy as np
 
@@ -277,29 +280,24 @@ class ExprParser:
     def data(self, node: ast.expr, dest: DataType) -> Expr:
         """A data expression computed in the precision ``dest`` of its destination."""
         loc = self.ctx.loc(node)
+        literal = self._numeric(node)
+        if literal is not None:
+            return self._literal(node, literal, dest)
         match node:
             case ast.Constant(value=bool()):
                 self.ctx.type_error(node, "a bool is not a data value")
-            case ast.Constant(value=int() | float() as v):
-                return self._literal(node, v, dest)
             case ast.Name(id=name):
                 var = self.ctx.lookup(name)
                 if var is not None:
                     return self._scalar_read(node, var)
-                obj = self.ctx.env_get(name)
-                if is_missing(obj) and name == "inf":
-                    return Const(math.inf, dest, srcinfo=loc)
-                return self._data_constant(node, obj, name, dest)
+                self._not_data_constant(node, self.ctx.env_get(name), name)
             case ast.Attribute():
                 obj = self.ctx.resolve_dotted(node)
-                return self._data_constant(node, obj, ast.unparse(node), dest)
+                self._not_data_constant(node, obj, ast.unparse(node))
             case ast.Subscript():
                 return self.read(node)
             case ast.UnaryOp(op=ast.USub(), operand=operand):
-                arg = self.data(operand, dest)
-                if isinstance(arg, Const) and not isinstance(arg.value, bool):
-                    return Const(-arg.value, dest, srcinfo=loc)
-                return USub(arg, dest, srcinfo=loc)
+                return USub(self.data(operand, dest), dest, srcinfo=loc)
             case ast.UnaryOp(op=ast.Not()):
                 self.ctx.parse_error(node, "'not' is not in the language")
             case ast.BinOp(op=op) if type(op) in _ARITH:
@@ -319,16 +317,36 @@ class ExprParser:
         raise AssertionError("unreachable")
 
     def _literal(self, node: ast.expr, v: int | float, dest: DataType) -> Expr:
-        if not dest.is_float() and isinstance(v, float) and not v.is_integer():
-            self.ctx.type_error(node, f"{v!r} is not a value of the integer type {dest}")
+        if not dest.is_float():
+            if isinstance(v, float):
+                self.ctx.type_error(node, f"the float {v!r} is not a value of {dest}")
+            info = np.iinfo(dest.numpy)
+            if not int(info.min) <= v <= int(info.max):
+                self.ctx.type_error(node, f"{v} is out of the range of {dest}")
         return Const(v, dest, srcinfo=self.ctx.loc(node))
 
-    def _data_constant(self, node: ast.expr, obj: object, text: str, dest: DataType) -> Expr:
-        if isinstance(obj, int | float | np.integer | np.floating) and not isinstance(
-            obj, bool | np.bool_
-        ):
-            value: int | float = int(obj) if isinstance(obj, int | np.integer) else float(obj)
-            return self._literal(node, value, dest)
+    def _numeric(self, node: ast.expr) -> int | float | None:
+        """The value of a numeric literal: a number, ``inf``, a Python int or float constant
+        of the defining scope, or ``-`` of one of those (folded, so ``-128`` fits ``i8``).
+        """
+        match node:
+            case ast.Constant(value=bool()):
+                return None
+            case ast.Constant(value=int() | float() as v):
+                return v
+            case ast.Name(id=name) if self.ctx.lookup(name) is None:
+                obj = self.ctx.env_get(name)
+                if is_missing(obj):
+                    return math.inf if name == "inf" else None
+                return _python_number(obj)
+            case ast.Attribute():
+                return _python_number(self.ctx.resolve_dotted(node))
+            case ast.UnaryOp(op=ast.USub(), operand=operand):
+                inner = self._numeric(operand)
+                return None if inner is None else -inner
+        return None
+
+    def _not_data_constant(self, node: ast.expr, obj: object, text: str) -> NoReturn:
         if is_missing(obj):
             self.ctx.type_error(node, f"'{text}' is not defined")
         self.ctx.type_error(node, f"'{text}' is a Python {type(obj).__name__}, not a data value")
@@ -455,3 +473,14 @@ class ExprParser:
         if b is not None and n is not None and b > n:
             msg = f"window bound {b} is past the dimension's size {n}"
             raise BoundsError(msg, self.ctx.loc(node))
+
+
+def _python_number(obj: object) -> int | float | None:
+    """``obj`` as a Python int or float when it is a number (bools are not), else None."""
+    if isinstance(obj, bool | np.bool_):
+        return None
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return float(obj)
+    return None

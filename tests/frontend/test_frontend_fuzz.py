@@ -8,6 +8,8 @@ a few seconds).
 
 from __future__ import annotations
 
+import ast
+import copy
 import os
 import re
 
@@ -232,3 +234,85 @@ def test_deep_nesting_is_a_parse_error() -> None:
         assert str(e).startswith("deep.py:2:5: this statement is nested too deeply")
     else:
         raise AssertionError("a 900-term index must be refused")
+
+
+# ----------------------------------------------------------- mutations of the syntax tree
+
+_BINOPS: list[ast.operator] = [
+    ast.Add(),
+    ast.Sub(),
+    ast.Mult(),
+    ast.Div(),
+    ast.Mod(),
+    ast.Pow(),
+    ast.FloorDiv(),
+    ast.MatMult(),
+]
+_CONSTS: list[object] = [0, 1, -1, 2, 16, 0.5, -2.5, True, None, "s", 10**30, float("inf")]
+
+
+def _mutate_tree(text: str, ops: list[tuple[int, int, int]]) -> str:
+    tree = ast.parse(text)
+    for kind, a, b in ops:
+        exprs = [n for n in ast.walk(tree) if isinstance(n, ast.expr)]
+        bodies = [
+            getattr(n, f)
+            for n in ast.walk(tree)
+            for f in ("body", "orelse")
+            if isinstance(getattr(n, f, None), list) and getattr(n, f)
+        ]
+        match kind % 6:
+            case 0:  # put a copy of one expression in place of another
+                target, source = exprs[a % len(exprs)], exprs[b % len(exprs)]
+                for parent in ast.walk(tree):
+                    for field, value in ast.iter_fields(parent):
+                        if value is target:
+                            setattr(parent, field, copy.deepcopy(source))
+                        elif isinstance(value, list):
+                            value[:] = [copy.deepcopy(source) if v is target else v for v in value]
+            case 1:
+                names = [n for n in exprs if isinstance(n, ast.Name)]
+                if names:
+                    names[a % len(names)].id = NAMES[b % len(NAMES)]
+            case 2:
+                binops = [n for n in exprs if isinstance(n, ast.BinOp)]
+                if binops:
+                    binops[a % len(binops)].op = _BINOPS[b % len(_BINOPS)]
+            case 3:
+                consts = [n for n in exprs if isinstance(n, ast.Constant)]
+                if consts:
+                    consts[a % len(consts)].value = _CONSTS[b % len(_CONSTS)]
+            case 4:  # drop or duplicate a statement
+                body = bodies[a % len(bodies)]
+                i = b % len(body)
+                if b % 2 and len(body) > 1:
+                    del body[i]
+                else:
+                    body.insert(i, copy.deepcopy(body[i]))
+            case _:  # move a statement into another block
+                src, dst = bodies[a % len(bodies)], bodies[b % len(bodies)]
+                if len(src) > 1 and src is not dst:
+                    dst.insert(b % (len(dst) + 1), src.pop(a % len(src)))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+@settings(
+    max_examples=_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
+)
+@given(st.integers(0, len(SEEDS) - 1), _ops)
+def test_mutated_syntax_trees(seed: int, ops: list[tuple[int, int, int]]) -> None:
+    try:
+        text = _mutate_tree(SEEDS[seed], ops)
+    except (ValueError, TypeError, RecursionError):  # ast.unparse of a nonsensical tree
+        return
+    try:
+        p = parse_source(text, ENV, filename="fuzz.py")
+    except (ParseError, TypeCheckError) as e:
+        assert e.srcinfo is not None and e.srcinfo.filename == "fuzz.py"
+        return
+    verify_proc(p)
+    again = parse_source(print_proc(p), ENV)
+    assert alpha_equal(p, again), print_proc(p)
