@@ -126,7 +126,9 @@ def split(
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
         raise fail(SplitFactorError, name, f"factor must be an integer > 1, got {factor!r}", loop)
     L = loop.loop()
-    oname, iname = names if names is not None else (f"{L.iter.name}o", f"{L.iter.name}i")
+    pair = names if names is not None else (f"{L.iter.name}o", f"{L.iter.name}i")
+    ok = isinstance(pair, tuple | list) and len(pair) == 2
+    oname, iname = pair if ok else ("", "")
     if not (
         isinstance(oname, str)
         and isinstance(iname, str)
@@ -134,7 +136,8 @@ def split(
         and iname.isidentifier()
         and oname != iname
     ):
-        raise fail(SplitNamesError, name, f"names must be two identifiers, got {names!r}", loop)
+        msg = f"names must be two different identifiers, got {names!r}"
+        raise fail(SplitNamesError, name, msg, loop)
     if tail not in TAILS:
         raise fail(SplitTailError, name, f"tail must be one of {TAILS}, got {tail!r}", loop)
     ir, path = proc.ir(), loop.path()

@@ -1,0 +1,151 @@
+"""split: golden output per tail mode, one negative test per precondition, forwarding,
+differential equivalence (interpreter, and the C backend for a sample)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cursched import DRAM, proc, split
+from cursched.cursors import BlockCursor, ForCursor, IfCursor, InvalidCursor
+from cursched.primitives.loop_split import (
+    SplitFactorError,
+    SplitNamesError,
+    SplitNotPerfectError,
+    SplitTailError,
+)
+from cursched.testing import assert_equivalent
+
+
+@proc
+def scale(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i] * 2.0
+        for j in seq(0, 3):  # noqa: B007
+            y[i] += x[i]
+
+
+@proc
+def fixed(x: f32[16] @ DRAM):
+    for i in seq(2, 18):
+        x[i - 2] = 1.0
+
+
+@proc
+def aligned(n: size, x: f32[n] @ DRAM):
+    assert n % 8 == 0
+    for i in seq(0, n):
+        x[i] = 3.0
+
+
+@pytest.mark.parametrize("tail", ["guard", "cut", "cut_and_guard"])
+def test_split_golden_and_equivalent(tail: str, golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = split(scale, "i", 4, ("io", "ii"), tail=tail)
+    golden.check(p)
+    assert_equivalent(scale, p, trials=4)
+    assert isinstance(c.outer, ForCursor) and c.outer.name() == "io"
+    assert isinstance(c.inner, ForCursor) and c.inner.name() == "ii"
+    assert c.inner.parent() == c.outer
+    assert isinstance(c.body, BlockCursor) and len(c.body) == 2
+    if tail == "guard":
+        assert isinstance(c.guard, IfCursor) and not c.tail
+        assert c.body.parent() == c.guard
+    elif tail == "cut":
+        assert isinstance(c.tail, ForCursor) and not c.guard
+        assert c.tail.prev() == c.outer
+    else:
+        assert isinstance(c.guard, IfCursor) and isinstance(c.tail, ForCursor)
+        assert c.tail.parent() == c.guard
+
+
+def test_split_readable_indices() -> None:
+    p, _ = split(scale, "i", 4, ("io", "ii"), tail="cut")
+    text = str(p)
+    assert "for io in seq(0, n / 4):" in text
+    assert "y[4 * io + ii] = x[4 * io + ii] * 2.0" in text
+    assert "for ii in seq(0, n % 4):" in text
+
+
+def test_split_constant_bounds_no_tail(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = split(fixed, "i", 4)
+    golden.check(p)
+    assert isinstance(c.tail, InvalidCursor) and isinstance(c.guard, InvalidCursor)
+    assert c.outer.name() == "io" and c.inner.name() == "ii"
+    assert_equivalent(fixed, p, trials=2)
+
+
+def test_split_perfect_proven_from_assert(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = split(aligned, "i", 8, ("io", "ii"), tail="perfect")
+    golden.check(p)
+    assert not c.tail and not c.guard
+    assert_equivalent(aligned, p, trials=3)
+
+
+def test_split_iterates_as_cursors() -> None:
+    _, (outer, inner, tail, guard, body) = split(scale, "i", 4, tail="cut")
+    assert outer.name() == "io" and inner.name() == "ii" and tail and not guard
+    assert len(body) == 2
+
+
+# ------------------------------------------------------------------------- preconditions
+
+
+@pytest.mark.parametrize("factor", [1, 0, -4, 2.5, True])
+def test_split_bad_factor(factor: object) -> None:
+    with pytest.raises(SplitFactorError, match="split: factor"):
+        split(scale, "i", factor)
+
+
+@pytest.mark.parametrize("names", [("a", "a"), ("a", "1b"), ("a",), "ab", ("a", 3)])
+def test_split_bad_names(names: object) -> None:
+    with pytest.raises(SplitNamesError, match="two different identifiers"):
+        split(scale, "i", 4, names)
+
+
+def test_split_bad_tail() -> None:
+    with pytest.raises(SplitTailError, match="tail must be one of"):
+        split(scale, "i", 4, tail="round")
+
+
+def test_split_perfect_unproven_has_counterexample() -> None:
+    with pytest.raises(SplitNotPerfectError) as e:
+        split(scale, "i", 4, tail="perfect")
+    assert e.value.counterexample is not None  # type: ignore[attr-defined]
+    assert "counterexample: n = " in str(e.value)
+    assert "# <--" in str(e.value)  # the loop is marked
+
+
+# ----------------------------------------------------------------------------- forwarding
+
+
+def test_split_forwarding() -> None:
+    loop = scale.find_loop("i")
+    first = scale.find("y[_] = _")
+    inner_loop = scale.find_loop("j")
+    p, c = split(scale, loop, 4, ("io", "ii"), tail="cut")
+    assert p.forward(loop) == c.outer
+    assert p.forward(first) == c.body[0]
+    assert p.forward(inner_loop) == c.body[1]
+    # the tail holds fresh copies: its nested loop is another loop
+    tail_j = c.tail.body()[1]
+    assert tail_j != p.forward(inner_loop)
+
+
+def test_split_input_cursor_of_older_version_is_forwarded() -> None:
+    loop_j = scale.find_loop("j")
+    p, c = split(scale, "i", 4, tail="guard")
+    p2, c2 = split(p, loop_j, 3, ("jo", "ji"))  # a cursor of version 0
+    assert c2.outer.name() == "jo" and c2.outer.parent() == p2.forward(c.guard)
+    assert_equivalent(scale, p2, trials=3)
+
+
+def test_split_compiles_and_matches_interpreter() -> None:
+    p, _ = split(scale, "i", 4, tail="cut_and_guard")
+    f = p.compile()
+    rng = np.random.default_rng(1)
+    for n in (1, 7, 12):
+        x = rng.standard_normal(n).astype(np.float32)
+        y1, y2 = np.zeros_like(x), np.zeros_like(x)
+        f(n, x, y1)
+        scale.interpret(n, x, y2)
+        np.testing.assert_allclose(y1, y2, rtol=1e-6)
