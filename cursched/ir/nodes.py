@@ -40,6 +40,10 @@ class Node:
 
 _loc = field(default=None, compare=False, repr=False, kw_only=True)
 
+# Named at module level: inside Alloc and FnArg the field called ``type`` shadows the builtin,
+# so mypy would read ``type[Memory]`` there as an index into that field.
+MemoryClass: TypeAlias = type[Memory]
+
 BinOpName: TypeAlias = Literal[
     "+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=", "and", "or"
 ]
@@ -207,7 +211,7 @@ class Alloc(Node):
 
     sym: Sym
     type: DataType | TensorType
-    mem: type[Memory]
+    mem: MemoryClass
     srcinfo: SrcInfo | None = _loc
 
 
@@ -251,7 +255,7 @@ class FnArg(Node):
 
     sym: Sym
     type: Type
-    mem: type[Memory] | None = None
+    mem: MemoryClass | None = None
     srcinfo: SrcInfo | None = _loc
 
 
