@@ -1,0 +1,140 @@
+"""Soundness of the checks against the interpreter: whatever a check accepts, the rewritten
+proc computes the same result.
+
+Random stencil-like bodies (one or two statements reading and writing shifted elements of one
+buffer) are generated as source text; the rewrite (loop interchange, reversed iteration order
+for parallel loops, fission, fusion) is generated as text too, and both are run by the
+reference interpreter on the same random data. A check that says "legal" must never be
+contradicted. Known rejected rewrites are run too, to show that they really change the result.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cursched import DRAM
+from cursched.analysis import checks as ck
+from cursched.frontend import parse_source
+from cursched.interp import interpret
+from cursched.ir.nodes import ProcDef
+
+N = 5
+PAD = 3  # offsets lie in [-PAD, PAD]; loops run over [PAD, n + PAD)
+HEAD = "def p(n: size, A: f32[n + 6, n + 6] @ DRAM, B: f32[n + 6, n + 6] @ DRAM):"
+
+offsets = st.integers(-PAD, PAD)
+access = st.tuples(st.sampled_from("AB"), offsets, offsets)
+
+
+def acc(a: tuple[str, int, int], i: str = "i", j: str = "j") -> str:
+    buf, di, dj = a
+    return f"{buf}[{i} + {di + PAD}, {j} + {dj + PAD}]"
+
+
+def parse(lines: list[str]) -> ProcDef:
+    return parse_source("\n".join([HEAD, *lines]) + "\n", {"DRAM": DRAM}, "<gen>")
+
+
+def run(p: ProcDef, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((N + 6, N + 6)).astype(np.float32)
+    b = rng.standard_normal((N + 6, N + 6)).astype(np.float32)
+    interpret(p, N, a, b)
+    return a, b
+
+
+def same(p: ProcDef, q: ProcDef) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(run(p, 1), run(q, 1), strict=True))
+
+
+def legal(check: object, *args: object, **kw: object) -> bool:
+    try:
+        check(*args, **kw)  # type: ignore[operator]
+    except ck.SafetyError:
+        return False
+    return True
+
+
+def stmt(w: tuple[str, int, int], r: tuple[str, int, int], reduce: bool, i: str = "i") -> str:
+    op = "+=" if reduce else "="
+    return f"{acc(w, i)} {op} {acc(r, i)} * 0.5 + 1.0"
+
+
+@settings(max_examples=40, deadline=None)
+@given(access, access, st.booleans())
+def test_reorder_loops_is_sound(
+    w: tuple[str, int, int], r: tuple[str, int, int], red: bool
+) -> None:
+    body = stmt(w, r, red)
+    loops_ij = ["    for i in seq(0, n):", "        for j in seq(0, n):"]
+    loops_ji = ["    for j in seq(0, n):", "        for i in seq(0, n):"]
+    p = parse([*loops_ij, f"            {body}"])
+    q = parse([*loops_ji, f"            {body}"])
+    ok = legal(ck.check_reorder_loops, p, (("body", 0),))
+    if ok:
+        assert same(p, q), body
+
+
+@settings(max_examples=40, deadline=None)
+@given(access, access)
+def test_parallel_is_sound(w: tuple[str, int, int], r: tuple[str, int, int]) -> None:
+    # a parallel loop may run its iterations in any order: try the reverse one
+    body = stmt(w, r, False)
+    p = parse(["    for i in seq(0, n):", "        for j in seq(0, n):", f"            {body}"])
+    rev = stmt(w, r, False, i="(n - 1 - i)").replace("(n - 1 - i)", "n - 1 - i")
+    q = parse(["    for i in seq(0, n):", "        for j in seq(0, n):", f"            {rev}"])
+    ok = legal(ck.check_parallel, p, (("body", 0),))
+    if ok:
+        assert same(p, q), body
+
+
+@settings(max_examples=40, deadline=None)
+@given(access, access, access, access)
+def test_fission_and_fusion_are_sound(
+    w1: tuple[str, int, int],
+    r1: tuple[str, int, int],
+    w2: tuple[str, int, int],
+    r2: tuple[str, int, int],
+) -> None:
+    s1, s2 = stmt(w1, r1, False), stmt(w2, r2, False)
+    inner = "        for j in seq(0, n):"
+    fused = parse(["    for i in seq(0, n):", inner, f"            {s1}", f"            {s2}"])
+    split = parse(
+        [
+            "    for i in seq(0, n):",
+            inner,
+            f"            {s1}",
+            "    for i in seq(0, n):",
+            inner,
+            f"            {s2}",
+        ]
+    )
+    # fusing the two outer loops gives two inner loops in one outer loop
+    outer_fused = parse(
+        ["    for i in seq(0, n):", inner, f"            {s1}", inner, f"            {s2}"]
+    )
+    if legal(ck.check_fission, fused, (("body", 0), ("body", 0), ("body", 1)), 2):
+        assert same(fused, split), (s1, s2)
+    if legal(ck.check_fuse, split, (("body", 0),), (("body", 1),)):
+        assert same(split, outer_fused), (s1, s2)
+    if legal(ck.check_fuse, outer_fused, (("body", 0), ("body", 0)), (("body", 0), ("body", 1))):
+        assert same(outer_fused, fused), (s1, s2)
+
+
+def test_rejected_rewrites_do_change_results() -> None:
+    # the other direction, on known cases: what the checks reject really differs here
+    body = stmt(("A", 0, 0), ("A", -1, 1), False)
+    p = parse(["    for i in seq(0, n):", "        for j in seq(0, n):", f"            {body}"])
+    q = parse(["    for j in seq(0, n):", "        for i in seq(0, n):", f"            {body}"])
+    assert not legal(ck.check_reorder_loops, p, (("body", 0),))
+    assert not same(p, q)
+    s1, s2 = stmt(("A", 0, 0), ("B", 0, 0), False), stmt(("B", 0, 0), ("A", 1, 0), False)
+    inner = "        for j in seq(0, n):"
+    fused = parse(["    for i in seq(0, n):", inner, f"            {s1}", f"            {s2}"])
+    loop_i = "    for i in seq(0, n):"
+    split = parse([loop_i, inner, f"            {s1}", loop_i, inner, f"            {s2}"])
+    assert not legal(ck.check_fission, fused, (("body", 0), ("body", 0), ("body", 1)), 2)
+    assert not legal(ck.check_fuse, split, (("body", 0),), (("body", 1),))
+    assert not same(fused, split)
