@@ -76,7 +76,7 @@ class ProcParser:
         """The ``ProcDef`` of ``fdef``; ``instr`` makes it an instruction."""
         if fdef.returns is not None:
             self.ctx.parse_error(fdef.returns, "a proc returns nothing; remove the annotation")
-        if fdef.type_params if hasattr(fdef, "type_params") else False:
+        if getattr(fdef, "type_params", None):  # Python 3.12's def f[T](...)
             self.ctx.parse_error(fdef, "type parameters are not in the language")
         try:
             args = self._params(fdef.args)
@@ -84,7 +84,8 @@ class ProcParser:
             self.ctx.parse_error(fdef, "a parameter's type is nested too deeply")
         body_nodes = list(fdef.body)
         if _is_docstring(body_nodes[0]):
-            body_nodes = body_nodes[1:]
+            # A docstring alone stands for an empty body, which the printer prints as pass.
+            body_nodes = body_nodes[1:] or [ast.Pass(**_position(body_nodes[0]))]
         preds: list[Expr] = []
         body: list[Stmt] = []
         for node in body_nodes:
@@ -312,6 +313,10 @@ class ProcParser:
 def _ann(p: ast.arg) -> ast.expr:
     assert p.annotation is not None  # _params checked every annotation
     return p.annotation
+
+
+def _position(node: ast.stmt) -> dict[str, int]:
+    return {"lineno": node.lineno, "col_offset": node.col_offset}
 
 
 def _is_docstring(node: ast.stmt) -> bool:

@@ -399,3 +399,10 @@ def test_printout_parses_back(p: Proc) -> None:
     again = parse_source(text, {**globals(), "callee": callee})
     assert alpha_equal(p.ir(), again), text
     assert print_proc(again) == text
+
+
+def test_docstring_only_body_is_pass() -> None:
+    p = ir_of('def f(n: size):\n    """Nothing to do."""\n')
+    assert p.body == (Pass(),)
+    again = parse_source(print_proc(p), {})
+    assert alpha_equal(p, again)
