@@ -12,6 +12,7 @@ consecutive siblings.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from cursched.analysis import affine as af
@@ -140,6 +141,11 @@ def _group(p: ProcDef, paths: Sequence[Path]) -> tuple[Stmt, ...]:
     stmts = tuple(get_at(p, path) for path in paths)
     assert stmts, "a statement group is never empty"
     return stmts
+
+
+def _guarded(a: Access, conds: tuple[tuple[Expr, bool], ...]) -> Access:
+    """``a`` under the extra enclosing conditions ``conds``."""
+    return dataclasses.replace(a, conds=(*conds, *a.conds)) if conds else a
 
 
 def _used_syms(stmts: Sequence[Stmt]) -> set[Sym]:
@@ -281,45 +287,58 @@ def check_parallel(p: ProcDef, loop_path: Path, *, primitive: str | None = None)
 
 
 def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | None = None) -> None:
-    """Check that the ``n_lifts`` loops around ``gap`` can be split in two at it.
+    """Check that the ``n_lifts`` loops (or ifs) around ``gap`` can be split in two at it.
 
     ``gap`` ends in ``(block, k)``: the gap before statement ``k`` of a loop body. After the
     rewrite every instance of what precedes the gap runs before every instance of what
-    follows it.
+    follows it. An ``if`` level (without ``else``) is split into two ifs with the same
+    condition; its condition guards the accesses inside it.
 
     Raises:
         FissionError: a lifted level is not a loop, the second part uses a name the first
             defines, or an instance after the gap precedes (in the original order) a
             conflicting instance before the gap on one element.
     """
-    levels: list[tuple[Path, For, int]] = []  # (loop path, loop, gap index in its body)
+    levels: list[tuple[Path, For | If, int]] = []  # (path, loop or if, gap index in body)
     cur = gap
     for _ in range(n_lifts):
-        loop_path, (_, k) = cur[:-1], cur[-1]
-        node = get_at(p, loop_path) if loop_path else p
-        if not isinstance(node, For) or cur[-1][0] != "body":
-            raise _fail(FissionError, p, loop_path, "the gap is not inside a loop", None, primitive)
-        levels.append((loop_path, node, k))
-        cur = loop_path
+        up, (attr, k) = cur[:-1], cur[-1]
+        node = get_at(p, up) if up else p
+        if (
+            not isinstance(node, For | If)
+            or attr != "body"
+            or (isinstance(node, If) and node.orelse)
+        ):
+            msg = "the gap is not inside a loop (or an if without else)"
+            raise _fail(FissionError, p, up, msg, None, primitive)
+        levels.append((up, node, k))
+        cur = up
     levels.reverse()  # outermost first
     top_path = levels[0][0]
-    ctx = context_of(p, top_path)
-    base = ctx.props()
-    nest = tuple(lv[1] for lv in levels)
+    base = context_of(p, top_path).props()
     before: list[tuple[Access, tuple[For, ...]]] = []
     after: list[tuple[Access, tuple[For, ...]]] = []
     defined: set[Sym] = set()
     late: list[Stmt] = []
-    for depth, (_, loop, k) in enumerate(levels):
-        enclosing = nest[: depth + 1]
+    loops: tuple[For, ...] = ()
+    conds: tuple[tuple[Expr, bool], ...] = ()
+    for depth, (path, node, k) in enumerate(levels):
+        if isinstance(node, For):
+            loops = (*loops, node)
+        else:
+            conds = (*conds, (node.cond, True))
         last = depth == len(levels) - 1
-        head = loop.body[:k]
-        tail = loop.body[k:] if last else loop.body[k + 1 :]
+        head = node.body[:k]
+        start = k if last else k + 1
+        tail = node.body[start:]
         for s in head:
             defined |= defined_syms(s)
         late.extend(tail)
-        before += [(a, enclosing) for a in block_effects(head, ctx.windows)]
-        after += [(a, enclosing) for a in block_effects(tail, ctx.windows)]
+        # windows declared earlier in this body are visible to both parts
+        head_ctx = context_of(p, (*path, ("body", 0)))
+        tail_ctx = context_of(p, (*path, ("body", start)))
+        before += [(_guarded(a, conds), loops) for a in block_effects(head, head_ctx.windows)]
+        after += [(_guarded(a, conds), loops) for a in block_effects(tail, tail_ctx.windows)]
     used = _used_syms(late)
     if defined & used:
         names = ", ".join(sorted(x.name for x in defined & used))

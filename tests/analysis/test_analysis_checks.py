@@ -762,3 +762,45 @@ def test_in_window() -> None:
         ck.check_in_window(p, [B0], _sym(p, "A"), _window(p, "A", 2, (1, 4)))
     with pytest.raises(ck.OutsideWindowError):
         ck.check_in_window(p, [B0], _sym(p, "A"), _window(p, "A", 3, (0, 8)))
+
+
+@proc
+def window_rows(n: size, A: f32[n + 1, n + 1] @ DRAM, B: f32[n, n] @ DRAM):
+    for i in seq(0, n):
+        w = A[i + 1, 0 : n + 1]
+        for j in seq(0, n):
+            A[i + 1, j] = 1.0
+            B[i, j] = w[j + 1]
+
+
+def test_fission_sees_windows_of_enclosing_blocks() -> None:
+    # B[i, j] reads A[i + 1, j + 1] through w before iteration j + 1 writes it: illegal
+    with pytest.raises(ck.FissionError, match="read of A"):
+        ck.check_fission(window_rows.ir(), _in(0, 1, 1), n_lifts=1)
+    # lifting past the window statement would move w away from its uses
+    with pytest.raises(ck.FissionError, match="use w, defined before"):
+        ck.check_fission(window_rows.ir(), _in(0, 1, 1), n_lifts=2)
+
+
+@proc
+def guarded_fission(n: size, A: f32[n + 1] @ DRAM, B: f32[n + 1] @ DRAM):
+    for i in seq(0, n):
+        if i > 0:
+            A[i] = 1.0
+            B[i] = A[i + 1]
+
+
+@proc
+def guarded_fission_ok(n: size, A: f32[n + 1] @ DRAM, B: f32[n + 1] @ DRAM):
+    for i in seq(0, n):
+        if i == n - 1:
+            A[i] = 1.0
+            B[i] = A[i + 1]
+
+
+def test_fission_through_an_if() -> None:
+    ck.check_fission(guarded_fission.ir(), _in(0, 0, 1), n_lifts=1)
+    with pytest.raises(ck.FissionError):
+        ck.check_fission(guarded_fission.ir(), _in(0, 0, 1), n_lifts=2)
+    # the guard leaves a single iteration: nothing crosses the gap
+    ck.check_fission(guarded_fission_ok.ir(), _in(0, 0, 1), n_lifts=2)
