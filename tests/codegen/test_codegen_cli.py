@@ -81,17 +81,21 @@ def test_broken_schedule_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.parametrize("cmd", [[], ["compile"], ["show"]])
-def test_help(cmd: list[str]) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "cursched.cli", *cmd, "--help"],
+def test_help(cmd: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([*cmd, "--help"])
+    assert info.value.code == 0
+    assert "usage: cursched" in capsys.readouterr().out
+
+
+def test_console_script_error_has_no_traceback() -> None:
+    help_run = subprocess.run(
+        [sys.executable, "-m", "cursched.cli", "--help"],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert r.returncode == 0 and "usage: cursched" in r.stdout
-
-
-def test_console_script_error_has_no_traceback() -> None:
+    assert help_run.returncode == 0 and "compile" in help_run.stdout
     r = subprocess.run(
         [sys.executable, "-m", "cursched.cli", "show", f"{EXAMPLE}:missing"],
         capture_output=True,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, proc
+from cursched import DRAM, GLOBAL, CodegenError, Memory, Proc, instr, proc
 from cursched.codegen.c import generate_unit
 from cursched.codegen.c.expressions import binary, is_atom
 from cursched.codegen.c.naming import Namer, sanitize
@@ -132,3 +132,78 @@ def noargs():
 def test_proc_without_arguments() -> None:
     assert "void noargs(void)" in generate_unit("noargs", [noargs.ir()]).c_source
     noargs.compile()()
+
+
+class ARENA(Memory):
+    """A user memory with its own global text and allocation hooks."""
+
+    @classmethod
+    def c_global(cls) -> str:
+        return "static float cs_test_arena[1024];"
+
+    @classmethod
+    def c_alloc(cls, name: str, ctype: str, shape: tuple[str, ...]) -> str:
+        return f"{ctype} *{name} = cs_test_arena; /* arena */"
+
+    @classmethod
+    def c_free(cls, name: str, ctype: str, shape: tuple[str, ...]) -> str:
+        return f"/* release {name} */"
+
+
+class VREG(Memory):
+    """Vector registers: only instructions may touch them."""
+
+    addressable = False
+
+
+@instr(
+    "cs_test_copy4({dst_data}, {src_data});",
+    c_global="#include <string.h>\n"
+    "static inline void cs_test_copy4(float *d, const float *s) { memcpy(d, s, 16); }",
+)
+def copy4(dst: [f32][4] @ DRAM, src: [f32][4] @ DRAM):
+    for i in seq(0, 4):
+        dst[i] = src[i]
+
+
+@proc
+def arena_copy(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+    t: f32[8] @ ARENA
+    for i in seq(0, 8):
+        t[i] = x[i]
+    for i in seq(0, 8):
+        x[i] = t[(i + 4) % 8]
+    copy4(y[0:4], x[0:4])
+    copy4(y[4:8], x[4:8])
+
+
+def test_memory_hooks_and_instruction_globals() -> None:
+    c = generate_unit("arena_copy", [arena_copy.ir()]).c_source
+    assert c.count("static float cs_test_arena[1024];") == 1
+    assert c.count("#include <string.h>") == 1
+    assert "float *t = cs_test_arena; /* arena */" in c and "/* release t */" in c
+    x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    arena_copy.compile()(x, y)
+    assert y.tolist() == [4, 5, 6, 7, 0, 1, 2, 3]
+
+
+@proc
+def touches_register(x: f32[4] @ DRAM):
+    r: f32[4] @ VREG
+    for i in seq(0, 4):
+        r[i] = x[i]
+
+
+@proc
+def gpu_arg(x: f32[4] @ GLOBAL):
+    for i in seq(0, 4):
+        x[i] = 0.0
+
+
+@pytest.mark.parametrize(
+    ("p", "message"),
+    [(touches_register, "only instructions can access"), (gpu_arg, "not a memory of the C")],
+)
+def test_memories_c_cannot_use(p: Proc, message: str) -> None:
+    with pytest.raises(CodegenError, match=message):
+        generate_unit(p.name(), [p.ir()])

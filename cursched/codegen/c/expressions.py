@@ -52,12 +52,15 @@ class Buffer:
         base: C expression of a pointer to element ``[0, ..., 0]``.
         strides: C expressions of the element stride of each dimension.
         scalar: for a rank-0 buffer, the C lvalue of its single element (``m``, ``*x``).
+        memory: the name of a memory that scalar code may not read or write (registers an
+            instruction library declares ``addressable = False``), else None.
     """
 
     elem: DataType
     base: str
     strides: tuple[str, ...]
     scalar: str | None = None
+    memory: str | None = None
 
 
 _NUMBER = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?[fF]?")
@@ -249,6 +252,11 @@ class ExprGen:
     def access(self, sym: Sym, idx: tuple[Expr, ...]) -> str:
         """The C lvalue of element ``sym[idx]``."""
         b = self.buf(sym)
+        if b.memory is not None:
+            raise CodegenError(
+                f"'{sym}' lives in {b.memory}, which only instructions can access;"
+                " replace this access by an instruction call"
+            )
         if not idx and b.scalar is not None:
             return b.scalar
         return f"{b.base}[{self.offset(b, idx)}]"
@@ -279,7 +287,7 @@ class ExprGen:
                     assert_never(acc)
         off = add_terms(terms)
         base = b.base if off == "0" else binary(b.base, "+", off)
-        return Buffer(b.elem, base, tuple(strides))
+        return Buffer(b.elem, base, tuple(strides), memory=b.memory)
 
     # -- data ------------------------------------------------------------------------------
     def data(self, e: Expr, t: DataType) -> str:

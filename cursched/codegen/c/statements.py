@@ -73,8 +73,17 @@ class CParam:
     decl: str
 
 
+def _opaque(mem: type[Memory] | None) -> str | None:
+    return None if mem is None or mem.addressable else mem.name()
+
+
 def c_params(p: ProcDef, names: Namer) -> tuple[CParam, ...]:
     """Bind every argument of ``p`` in ``names`` and return the C parameters (the ABI)."""
+    for a in p.args:
+        if a.mem is not None and a.mem.target != "c":
+            raise CodegenError(
+                f"{p.name}: argument '{a.sym}' is in {a.mem.name()}, not a memory of the C target"
+            )
     for a in p.args:
         names.bind(a.sym)
     out: list[CParam] = []
@@ -134,13 +143,13 @@ class FunctionGen:
                 if t.name == "size":
                     self.ex.nonneg.add(a.sym)
             case DataType():
-                self.ex.bufs[a.sym] = Buffer(t, n, (), scalar=f"*{n}")
+                self.ex.bufs[a.sym] = Buffer(t, n, (), f"*{n}", _opaque(a.mem))
             case TensorType():
                 if t.window:
                     strides = cp.names[1:]
                 else:
                     strides = row_major(tuple(self.ex.ctrl(s) for s in t.shape))
-                self.ex.bufs[a.sym] = Buffer(t.elem, n, strides)
+                self.ex.bufs[a.sym] = Buffer(t.elem, n, strides, memory=_opaque(a.mem))
             case _:
                 assert_never(t)
 
@@ -194,7 +203,7 @@ class FunctionGen:
             case WindowStmt():
                 b = ex.window(s.rhs)
                 name = self.names.bind(s.sym)
-                ex.bufs[s.sym] = Buffer(b.elem, name, b.strides)
+                ex.bufs[s.sym] = Buffer(b.elem, name, b.strides, memory=b.memory)
                 return [f"{ind}{b.elem.c_name} *{name} = {b.base};"]
             case Scope():
                 return [
@@ -246,11 +255,11 @@ class FunctionGen:
         name = self.names.bind(s.sym)
         t = s.type
         if isinstance(t, DataType):
-            self.ex.bufs[s.sym] = Buffer(t, f"&{name}", (), scalar=name)
+            self.ex.bufs[s.sym] = Buffer(t, f"&{name}", (), name, _opaque(mem))
             return _indent(mem.c_alloc(name, t.c_name, ()), ind)
         shape = tuple(self.ex.ctrl(e) for e in t.shape)
         ct = t.elem.c_name
-        self.ex.bufs[s.sym] = Buffer(t.elem, name, row_major(shape))
+        self.ex.bufs[s.sym] = Buffer(t.elem, name, row_major(shape), memory=_opaque(mem))
         nbytes = _const_bytes(t)
         if mem is DRAM and nbytes is not None and nbytes <= STACK_LIMIT:
             count = shape[0]
