@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -116,8 +117,9 @@ def _const_text(e: Const) -> str:
     v = e.value
     if isinstance(v, bool):
         return "True" if v else "False"
-    if isinstance(v, int):
-        return str(v)
+    if isinstance(v, numbers.Integral):
+        # numbers.Integral, not int: a numpy integer must not print as a float.
+        return str(int(v))
     f = float(v)
     if math.isinf(f):
         return "inf" if f > 0 else "-inf"

@@ -12,9 +12,9 @@ The invariants, each checked by one small function below:
 - ``sym-unique``: a symbol is not bound again while it is in scope (in an overlapping scope).
 - ``fnarg``: a control parameter (size, index, bool) has no memory; a data scalar or tensor
   parameter has one; tensor parameter shapes read only control parameters.
-- ``const-type``: a constant's value fits its type: bools are ``bool``; ints are an integer
-  control type or a data type (in range for integer data types); floats (``inf`` included) are
-  a float data type.
+- ``const-type``: a constant's value is a Python bool, int or float that fits its type: bools
+  are ``bool``; ints are an integer control type or a data type (in range for integer data
+  types); floats (``inf`` included) are a float data type.
 - ``read-type``: a read has its variable's declared type (control variables, data scalars),
   the element type of the tensor it indexes, or, read whole, the tensor's own type.
 - ``index-count``: an access has as many indices as its buffer has dimensions.
@@ -137,6 +137,9 @@ class _Verifier:
     # -- constants ---------------------------------------------------------------- const-type
     def const(self, e: Const, path: Path) -> None:
         v, t = e.value, e.type
+        if type(v) not in (bool, int, float):
+            # numpy scalars compare and hash differently and print as other literals.
+            self.fail("const-type", path, f"constant {v!r} is a {type(v).__name__}", e.srcinfo)
         if isinstance(v, bool):
             ok = t == BOOL
         elif isinstance(v, int):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 from ir_builders import (
     BOOL,
@@ -124,6 +125,10 @@ def test_literals(value: int | float | bool, t: Type, text: str) -> None:
     assert print_expr(e) == text
     if isinstance(value, float) and text not in ("inf", "-inf"):
         assert float(text) == value  # repr precision: the text reads back to the same float
+
+
+def test_numpy_integers_print_as_integers() -> None:
+    assert print_expr(Const(np.int64(7), INT)) == "7"  # type: ignore[arg-type]
 
 
 def test_reads_windows_strides_externs() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from ir_builders import (
     BOOL,
@@ -197,6 +198,10 @@ def test_fnarg_shape_reading_data_is_not_control() -> None:
 
 
 # ---------------------------------------------------------------------------- constants
+
+
+def test_const_type_numpy_scalar() -> None:
+    broken(P(assign(x, (), Const(np.float32(1.0), F32))), "const-type")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
