@@ -8,7 +8,7 @@ because they return ``Proc`` objects.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from cursched.ir.nodes import ProcDef
 
@@ -116,11 +116,18 @@ class Proc:
         out: list[Cursor] = find(self, pattern, many=True)
         return out
 
-    def find_loop(self, pattern: str) -> ForCursor:
-        """The loop named by ``"i"`` or ``"i #1"`` (the second loop over ``i``)."""
+    @overload
+    def find_loop(self, pattern: str, many: Literal[False] = False) -> ForCursor: ...
+    @overload
+    def find_loop(self, pattern: str, many: Literal[True]) -> list[ForCursor]: ...
+    def find_loop(self, pattern: str, many: bool = False) -> ForCursor | list[ForCursor]:
+        """The loop named by ``"i"`` or ``"i #1"`` (the second loop over ``i``): a
+        ``ForCursor``, or the list of every such loop with ``many=True``.
+        """
         from cursched.cursors.patterns import find_loop
 
-        return find_loop(self, pattern)
+        out: ForCursor | list[ForCursor] = find_loop(self, pattern, many=many)
+        return out
 
     def find_alloc_or_arg(self, name: str) -> Cursor:
         """The allocation named ``name``, else the parameter of that name."""

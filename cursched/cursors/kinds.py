@@ -21,7 +21,6 @@ from cursched.ir.nodes import FnArg
 from cursched.ir.paths import Path, get_at
 
 if TYPE_CHECKING:
-    from cursched.cursors.stmts import ForCursor
     from cursched.proc import Proc
 
 
@@ -93,11 +92,13 @@ class Cursor:
         out: list[Cursor] = self.find(pattern, many=True)
         return out
 
-    def find_loop(self, pattern: str) -> ForCursor:
-        """The loop named by ``"i"`` or ``"i #2"`` below this cursor."""
+    def find_loop(self, pattern: str, many: bool = False) -> Any:
+        """The loop named by ``"i"`` or ``"i #2"`` below this cursor (all of them with
+        ``many=True``).
+        """
         from cursched.cursors.patterns import find_loop
 
-        return find_loop(self._proc, pattern, within=self)
+        return find_loop(self._proc, pattern, within=self, many=many)
 
 
 def _node_loc_path(c: Cursor) -> Path:
@@ -125,6 +126,8 @@ class InvalidCursor(Cursor):
         return repr(self)
 
     def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("_"):  # protocol probes (copy, IPython) get the usual answer
+            raise AttributeError(name)
         raise CursorError(f"{self.describe()} has no {name}(): it points nowhere")
 
 
@@ -172,7 +175,14 @@ class Tombstone:
             where = f"argument {argument!r}" + (f" of {primitive}" if primitive else "") + ": "
         raise StaleCursorError(f"{where}stale cursor: {self.story()}")
 
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<code>{html.escape(repr(self))}</code>"
+
     def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("_"):  # protocol probes (copy, IPython) get the usual answer
+            raise AttributeError(name)
         self.raise_stale()
 
 

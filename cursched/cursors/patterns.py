@@ -353,8 +353,10 @@ def find(proc: Proc, pattern: str, many: bool = False, within: Cursor | None = N
     _no_match(proc, pat, within, count)
 
 
-def find_loop(proc: Proc, pattern: str, within: Cursor | None = None) -> ForCursor:
-    """The loop named by ``"i"``/``"i #2"`` (or given by a full ``for`` pattern)."""
+def find_loop(proc: Proc, pattern: str, within: Cursor | None = None, many: bool = False) -> Any:
+    """The loop named by ``"i"``/``"i #2"`` (or given by a full ``for`` pattern); every such
+    loop with ``many=True``.
+    """
     text = pattern.strip()
     if not text.startswith("for "):
         m = _NTH.match(text)
@@ -362,8 +364,8 @@ def find_loop(proc: Proc, pattern: str, within: Cursor | None = None) -> ForCurs
         if not name.isidentifier():
             raise PatternError(f"find_loop wants a loop variable name like 'i #1', got {pattern!r}")
         text = f"for {name} in _: _" + (f" #{nth}" if nth is not None else "")
-    c = find(proc, text, within=within)
-    assert isinstance(c, ForCursor)
+    c = find(proc, text, many=many, within=within)
+    assert all(isinstance(x, ForCursor) for x in c) if many else isinstance(c, ForCursor)
     return c
 
 

@@ -282,3 +282,16 @@ def test_shared_nodes_do_not_merge_identities() -> None:
 
 def _step(name: str, ed: Editor) -> StepRecord:
     return StepRecord(name, (), (), (), (), ed.map)
+
+
+def test_tombstones_and_invalid_cursors_answer_protocol_probes() -> None:
+    import copy
+
+    loop = small.find_loop("i")
+    p, _ = unroll_loop(small, loop)
+    t = p.forward(loop)
+    assert not hasattr(t, "_ipython_display_")
+    assert "stale For" in t._repr_html_()
+    assert copy.copy(small.find("x[3] = _").next()) is not None
+    bad = small.find("x[3] = _").next()
+    assert not hasattr(bad, "__array__")

@@ -113,3 +113,9 @@ def test_malformed_patterns(bad: str) -> None:
 def test_find_loop_wants_a_name() -> None:
     with pytest.raises(PatternError, match="loop variable name"):
         two_loops.find_loop("x + 1")
+
+
+def test_find_loop_many() -> None:
+    loops = nest.find_loop("i", many=True)
+    assert [c.path() for c in loops] == [(("body", 1),), (("body", 2),)]
+    assert nest.find_loop("i").find_loop("j", many=True) == [nest.find_loop("j")]
