@@ -15,9 +15,10 @@ from typing import assert_never
 
 from cursched.analysis import affine as af
 from cursched.analysis import smt
-from cursched.analysis.context import PathContext
+from cursched.analysis.context import PathContext, context_of
 from cursched.errors import BoundsError, SrcInfo
 from cursched.ir.nodes import (
+    STMT_TYPES,
     Alloc,
     Assign,
     Call,
@@ -37,6 +38,7 @@ from cursched.ir.nodes import (
     WindowExpr,
     WindowStmt,
 )
+from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import map_expr_children, stmt_exprs, subst_expr, walk_expr
@@ -59,6 +61,21 @@ def check_bounds(p: ProcDef) -> ProcDef:
     """
     _Checker(p).block(p.body, PathContext(p))
     return p
+
+
+def check_stmt_bounds(p: ProcDef, path: Path) -> None:
+    """``check_bounds`` for the one statement at ``path`` (in its context), e.g. a call that
+    a primitive just made: its accesses, windows, argument shapes and callee asserts.
+
+    Raises:
+        BoundsError: as ``check_bounds``; ``counterexample`` is set on the error when an
+            obligation was disproven.
+    """
+    s: Stmt = get_at(p, path)
+    if not isinstance(s, STMT_TYPES):
+        raise LookupError(f"no statement at {path}")
+    ctx = context_of(p, path)
+    _Checker(p).stmt(s, ctx)
 
 
 class _Checker:
@@ -212,11 +229,13 @@ class _Checker:
         if res.ok:
             return
         text = print_stmt(s).splitlines()[0]
-        raise BoundsError(
+        err = BoundsError(
             f"out of bounds: {what()}\n  in: {text}\n"
             f"  counterexample: {smt.format_model(res.counterexample)}",
             loc,
         )
+        err.counterexample = res.counterexample  # type: ignore[attr-defined]
+        raise err
 
     # The facts of a context are computed once per position: many accesses share one.
     # Keys are node identities, stable while ``p`` is alive (it is, during the check).
