@@ -256,8 +256,11 @@ class _Printer:
         paren = _prec(e) < ctx
         if paren:
             out.write("(")
-        with out.mark(path):
-            self._expr_body(out, e, path)
+        start = out.pos
+        self._expr_body(out, e, path)
+        # Inline rather than `out.mark`: this is the printer's hot path.
+        if self.marks and self.take(path, ("expr", "stmt")) is not None:
+            out.spans.append((start, out.pos))
         if paren:
             out.write(")")
 
