@@ -75,7 +75,13 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.show import loc_text, show_loc
-from cursched.errors import CurschedError, CursorError, ForeignCursorError, SchedulingError
+from cursched.errors import (
+    CurschedError,
+    CursorError,
+    ForeignCursorError,
+    IRVerificationError,
+    SchedulingError,
+)
 from cursched.proc import Proc
 
 Buffer: TypeAlias = AllocCursor | ArgCursor
@@ -314,14 +320,21 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:
-            from cursched.ir.verify import verify_proc
-
-            verify_proc(new.ir())
+            _verify(new, name)
         out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
         return new, out
 
     run.__cursched_primitive__ = True  # type: ignore[attr-defined]
     return run
+
+
+def _verify(proc: Proc, prim: str) -> None:
+    from cursched.ir.verify import verify_proc
+
+    try:
+        verify_proc(proc.ir())
+    except IRVerificationError as e:
+        raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
 
 
 def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:

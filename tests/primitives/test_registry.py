@@ -110,7 +110,7 @@ def test_returned_fields_must_point_into_the_result() -> None:
 
 
 def test_verification_runs_and_can_be_switched_off() -> None:
-    with pytest.raises(IRVerificationError):
+    with pytest.raises(IRVerificationError, match="break_ir made v1 of f: "):
         break_ir(f, f.find_loop("i"))
     settings.verify = False
     p, _ = break_ir(f, f.find_loop("i"))
