@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from cursched.analysis import affine as af
 from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import context_of
-from cursched.cursors import Cursor
+from cursched.cursors import Cursor, ExprCursor
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import BinOp, Const, Expr, Node, ProcDef, Read, Stmt, USub
 from cursched.ir.paths import Path
@@ -178,6 +178,8 @@ def index_expr(
             not a size or an enclosing loop variable.
     """
     names = _visible_controls(ir, path)
+    if isinstance(value, ExprCursor):
+        value = value.node()
     e: Expr | None
     if isinstance(value, bool):
         e = None

@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import Literal
 
 from cursched.analysis import affine as af
-from cursched.analysis.checks import NotDivisibleError, check_divides
+from cursched.analysis.checks import (
+    NotBoundedError,
+    NotDivisibleError,
+    check_divides,
+    check_le,
+)
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockLoc, Editor, ForCursor, NodeLoc, NoLoc
 from cursched.cursors.edits import Rewrite
@@ -49,6 +54,11 @@ class SplitTailError(SchedulingError):
 class SplitNotPerfectError(SchedulingError):
     """split, precondition 4: ``tail="perfect"`` but the factor does not provably divide the
     loop's trip count."""
+
+
+class SplitTripCountError(SchedulingError):
+    """split, precondition 5: a ``cut`` tail needs ``lo <= hi`` proven (with a negative trip
+    count, ``(hi - lo) % factor`` would run the tail on iterations the loop never had)."""
 
 
 @prim_cursors
@@ -107,6 +117,8 @@ def split(
         4. with ``tail="perfect"``, ``factor`` divides ``hi - lo`` wherever the loop runs,
            proven from the asserts and enclosing loops (``SplitNotPerfectError``, with a
            counterexample).
+        5. with ``tail="cut"`` or ``"cut_and_guard"`` (and a remainder not syntactically
+           zero), ``lo <= hi`` is proven (``SplitTripCountError``, with a counterexample).
 
     Forwards/Kills:
         ``loop`` forwards to ``outer``. Statements of the body forward to their rewritten
@@ -152,6 +164,11 @@ def split(
         except NotDivisibleError as e:
             raise safety(SplitNotPerfectError, name, e, loop) from e
         exact = True
+    if tail in ("cut", "cut_and_guard") and not exact:
+        try:
+            check_le(ir, path, L.lo, L.hi, primitive=name)
+        except NotBoundedError as e:
+            raise safety(SplitTripCountError, name, e, loop) from e
     io, ii = Sym(oname), Sym(iname)
     ranges = dict(context_of(ir, path).ranges())
     _, ext_hi = af.aff_range(ext, ranges)

@@ -96,6 +96,12 @@ def test_cut_point_as_ir_expression() -> None:
     assert_equivalent(fill, p, trials=2)
 
 
+def test_cut_point_as_expression_cursor() -> None:
+    p, _ = cut_loop(offset, "i", offset.find_loop("i").lo())
+    assert "for i in seq(2, 2):" in str(p)
+    assert_equivalent(offset, p, trials=2)
+
+
 @pytest.mark.parametrize("at", ["m", "n * n", "i", "n +", 1.5, None])
 def test_cut_bad_expression(at: object) -> None:
     with pytest.raises(BadIndexExpressionError, match="cut point"):

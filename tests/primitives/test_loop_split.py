@@ -13,6 +13,7 @@ from cursched.primitives.loop_split import (
     SplitNamesError,
     SplitNotPerfectError,
     SplitTailError,
+    SplitTripCountError,
 )
 from cursched.testing import assert_equivalent
 
@@ -28,6 +29,12 @@ def scale(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
 @proc
 def fixed(x: f32[16] @ DRAM):
     for i in seq(2, 18):
+        x[i - 2] = 1.0
+
+
+@proc
+def maybe_empty(n: size, x: f32[n] @ DRAM):
+    for i in seq(2, n):
         x[i - 2] = 1.0
 
 
@@ -113,6 +120,19 @@ def test_split_perfect_unproven_has_counterexample() -> None:
     assert e.value.counterexample is not None  # type: ignore[attr-defined]
     assert "counterexample: n = " in str(e.value)
     assert "# <--" in str(e.value)  # the loop is marked
+
+
+@pytest.mark.parametrize("tail", ["cut", "cut_and_guard"])
+def test_split_cut_needs_a_non_negative_trip_count(tail: str) -> None:
+    # with n = 1 the loop is empty, but (n - 2) % 4 == 3 would run a tail of 3 iterations
+    with pytest.raises(SplitTripCountError) as e:
+        split(maybe_empty, "i", 4, tail=tail)
+    assert "counterexample: n = 1" in str(e.value)
+
+
+def test_split_guard_of_possibly_empty_loop_is_fine() -> None:
+    p, _ = split(maybe_empty, "i", 4, tail="guard")
+    assert_equivalent(maybe_empty, p, trials=4)
 
 
 # ----------------------------------------------------------------------------- forwarding
