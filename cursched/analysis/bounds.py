@@ -314,17 +314,19 @@ def _subst_strides(e: Expr, table: dict[tuple[Sym, int], Expr]) -> Expr:
 
 
 def _index_text(i: Expr, sym: Sym, d: int, n: Expr) -> str:
-    return f"index {print_expr(i)} of {sym.name} (dimension {d}, size {print_expr(n)})"
+    return f"index {print_expr(i)} of {sym.name} (dimension {d}, size {_show(n)})"
 
 
 def _window_text(w: WindowExpr, coord: tuple[Expr, ...], d: int, n: Expr) -> str:
     what = "index" if len(coord) == 1 else "interval"
     text = ":".join(print_expr(x) for x in coord)
-    return f"{what} {text} of window {print_expr(w)} (dimension {d}, size {print_expr(n)})"
+    return f"{what} {text} of window {print_expr(w)} (dimension {d}, size {_show(n)})"
 
 
 def _shape_text(name: str, d: int, have: Expr, want: Expr) -> str:
-    return (
-        f"shape of {name}: dimension {d} is {print_expr(have)}, "
-        f"the parameter wants {print_expr(want)}"
-    )
+    return f"shape of {name}: dimension {d} is {_show(have)}, the parameter wants {_show(want)}"
+
+
+def _show(e: Expr) -> str:
+    """A size as the user would write it (``N - 2``, not ``N - 1 - 1``)."""
+    return print_expr(af.simplify_expr(e))
