@@ -170,8 +170,17 @@ def _visible_controls(ir: ProcDef, path: Path) -> dict[str, Read]:
 def index_expr(
     ir: ProcDef, path: Path, value: Any, primitive: str, where: Cursor, what: str
 ) -> Expr:
-    """``value`` (an int, an integer control expression, or its text such as ``"n - 4"``) as
-    a simplified IR expression, valid at ``path`` (the statement it will be used next to).
+    """``value`` as a simplified IR expression, valid at ``path``.
+
+    Args:
+        ir: the proc.
+        path: the statement the expression will be used next to (its enclosing loops and the
+            proc's integer parameters are the names it may use).
+        value: an int, an integer control expression (an IR node or an expression cursor),
+            or its text such as ``"n - 4"``.
+        primitive: the primitive asking (named in the error).
+        where: the cursor to mark in the error.
+        what: what the value is, for the error (``"cut point"``).
 
     Raises:
         BadIndexExpressionError: ``value`` is not quasi-affine, or names something that is

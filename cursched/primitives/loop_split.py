@@ -132,7 +132,7 @@ def split(
                 x[i] = 0.0                       for ii in seq(0, 4):
                                                      x[4 * io + ii] = 0.0
                                              for ii in seq(0, n % 4):
-                                                 x[ii + n / 4 * 4] = 0.0
+                                                 x[ii + 4 * (n / 4)] = 0.0
     """
     name = "split"
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
