@@ -365,7 +365,10 @@ class _Verifier:
         assert isinstance(e, Read | WindowExpr)
         have = self.env[e.sym].mem
         if have is not param.mem:
-            self.fail("call-args", path, f"{e.sym!r} lives in {have}, {param.sym!r} in {param.mem}")
+            names = [getattr(m, "__name__", repr(m)) for m in (have, param.mem)]
+            self.fail(
+                "call-args", path, f"{e.sym!r} lives in {names[0]}, the parameter in {names[1]}"
+            )
 
     # -- statements -------------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...], path: Path, attr: str) -> None:
