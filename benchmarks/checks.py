@@ -18,12 +18,13 @@ from typing import Any
 
 from cursched import DRAM
 from cursched.analysis import checks as ck
+from cursched.analysis import conditions as cd
 from cursched.analysis import smt
 from cursched.analysis.bounds import check_bounds
 from cursched.frontend import parse_source
 from cursched.ir.nodes import BinOp, Const, For, Interval, ProcDef, Read, WindowExpr
 from cursched.ir.paths import Path
-from cursched.ir.types import INDEX, INT, SIZE, TensorType
+from cursched.ir.types import BOOL, INDEX, INT, SIZE, TensorType
 
 N_GROUPS = 256  # 4 statements each: two loops, two statements in the inner one
 
@@ -79,6 +80,9 @@ def _tasks(p: ProcDef) -> dict[str, list[Callable[[], Any]]]:
         (Interval(Const(0, INT), n), Interval(Const(0, INT), n)),
         TensorType(elem, (n, n), window=True),
     )
+    loop0 = p.body[0]
+    assert isinstance(loop0, For)
+    in_range = BinOp("<", Read(loop0.iter, (), INDEX), n, BOOL)
     tasks: dict[str, list[Callable[[], Any]]] = {
         "commute": [
             lambda a=a: ck.check_commute(p, [_top(a)], [_top(a + 1)]) for a in range(k - 1)
@@ -97,6 +101,9 @@ def _tasks(p: ProcDef) -> dict[str, list[Callable[[], Any]]]:
         "divides": [lambda a=a: ck.check_divides(p, _top(a), 4, n) for a in range(k)],
         "le": [lambda a=a: ck.check_le(p, _top(a), four_n4, n) for a in range(k)],
         "in_window": [lambda a=a: ck.check_in_window(p, [_top(a)], buf, win) for a in range(k)],
+        "decide_condition": [
+            lambda a=a: cd.decide_condition(p, (*_top(a), ("body", 0)), in_range) for a in range(k)
+        ],
         "bounds (whole proc)": [lambda: check_bounds(p)],
     }
     return tasks
