@@ -42,6 +42,10 @@ def parse_function(fn: Callable[..., Any], instr: tuple[str, str] | None = None)
         ParseError: the source uses Python outside the language.
         TypeCheckError: the source is in the language but ill-typed.
     """
+    if getattr(fn, "__name__", None) == "<lambda>":
+        code = getattr(fn, "__code__", None)
+        where = SrcInfo(code.co_filename, code.co_firstlineno) if code is not None else None
+        raise ParseError("a proc must be defined with def, not lambda", where)
     src = source_of_function(fn)
     module = src.parse()
     fdef = module.body[0] if module.body else None

@@ -96,6 +96,19 @@ def test_source_must_be_available() -> None:
         parse_function(f)
 
 
+def test_only_functions_are_procs() -> None:
+    with pytest.raises(ParseError, match="not lambda"):
+        parse_function(lambda n: None)
+
+    class NotAProc:
+        pass
+
+    with pytest.raises(ParseError, match="must be defined with def"):
+        parse_function(NotAProc)
+    with pytest.raises(ParseError, match="cannot read the source"):
+        parse_function(len)
+
+
 def test_parse_function_instr_argument() -> None:
     def f(n: size):
         pass
