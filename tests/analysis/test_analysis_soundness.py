@@ -5,7 +5,9 @@ Random stencil-like bodies (one or two statements reading and writing shifted el
 buffer) are generated as source text; the rewrite (loop interchange, reversed iteration order
 for parallel loops, fission, fusion) is generated as text too, and both are run by the
 reference interpreter on the same random data. A check that says "legal" must never be
-contradicted. Known rejected rewrites are run too, to show that they really change the result.
+contradicted. Known rejected rewrites are run too, to show that they really change the result. The
+definition-time bounds check is held to the same standard: what it accepts never fails in the
+interpreter, and the counterexample of what it rejects does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from hypothesis import strategies as st
 
 from cursched import DRAM
 from cursched.analysis import checks as ck
+from cursched.analysis.bounds import check_bounds
+from cursched.errors import BoundsError, InterpreterError
 from cursched.frontend import parse_source
 from cursched.interp import interpret
 from cursched.ir.nodes import ProcDef
@@ -138,3 +142,43 @@ def test_rejected_rewrites_do_change_results() -> None:
     assert not legal(ck.check_fission, fused, (("body", 0), ("body", 0), ("body", 1)), 2)
     assert not legal(ck.check_fuse, split, (("body", 0),), (("body", 1),))
     assert not same(fused, split)
+
+
+BOUNDS_HEAD = "def q(n: size, A: f32[2 * n + 3] @ DRAM):"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(-2, 2),
+    st.integers(-2, 2),
+    st.sampled_from([1, 2, -1]),
+    st.integers(-3, 4),
+    st.booleans(),
+)
+def test_bounds_verdicts_match_the_interpreter(
+    lo: int, hi: int, k: int, off: int, guard: bool
+) -> None:
+    lines = [BOUNDS_HEAD, f"    for i in seq({lo}, n + {hi}):"]
+    index = f"{k} * i + {off}"
+    if guard:
+        lines += ["        if i < n:", f"            A[{index}] = 1.0"]
+    else:
+        lines += [f"        A[{index}] = 1.0"]
+    p = parse_source("\n".join(lines) + "\n", {"DRAM": DRAM}, "<gen>")
+
+    def crashes(n: int) -> bool:
+        try:
+            interpret(p, n, np.zeros(2 * n + 3, dtype=np.float32))
+        except InterpreterError:
+            return True
+        return False
+
+    try:
+        check_bounds(p)
+    except BoundsError as e:
+        # the counterexample is a real one: the interpreter fails on it
+        n_sym = p.args[0].sym
+        cex = e.counterexample  # type: ignore[attr-defined]
+        assert crashes(cex[n_sym]), str(e)
+        return
+    assert not any(crashes(n) for n in range(1, 9))
