@@ -463,7 +463,7 @@ def test_call_args_rank_of_a_tensor() -> None:
 def test_call_args_memory_of_a_tensor() -> None:
     stack = alloc(t, tensor(F32, c(8)), DRAM_STACK)
     call = Call(G, (N, Read(t, (), tensor(F32, c(8))), Read(W, (), WT), v(x, F32)))
-    assert "lives in DRAM_STACK, the param in DRAM" in str(broken(P(stack, call), "call-args"))
+    assert "lives in DRAM_STACK, the parameter in DRAM" in str(broken(P(stack, call), "call-args"))
 
 
 def test_call_args_memory_of_a_window_is_its_tensors() -> None:
