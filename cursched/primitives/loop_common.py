@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from cursched.analysis import affine as af
@@ -25,7 +25,23 @@ from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import context_of
 from cursched.cursors import Cursor, ExprCursor
 from cursched.errors import SchedulingError
-from cursched.ir.nodes import BinOp, Const, Expr, Node, ProcDef, Read, Stmt, USub
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    BinOp,
+    Const,
+    Expr,
+    For,
+    Node,
+    ProcDef,
+    Read,
+    Reduce,
+    Stmt,
+    StrideExpr,
+    USub,
+    WindowExpr,
+    WindowStmt,
+)
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import (
@@ -33,11 +49,11 @@ from cursched.ir.traversal import (
     free_syms_expr,
     map_expr_children,
     map_stmt_children,
+    map_type,
     subst_expr,
-    subst_stmt,
     walk_stmts,
 )
-from cursched.ir.types import INDEX, INT, ControlType
+from cursched.ir.types import INDEX, INT, ControlType, TensorType
 from cursched.primitives.registry import fail
 
 N = TypeVar("N", bound=Node)
@@ -58,19 +74,28 @@ def _is_int(e: Expr) -> bool:
     return isinstance(t, ControlType) and t.is_integer()
 
 
+def _map_type_of(x: Expr, fe: Callable[[Expr], Expr]) -> Expr:
+    # shapes inside the types of windows (and of whole-tensor reads) mention loop variables
+    # (``x[4 * i:4 * i + 4]`` has extent ``4 * i + 4 - 4 * i``), so they change along
+    t = getattr(x, "type", None)
+    if isinstance(t, TensorType):
+        return x.replace(type=map_type(t, fe))
+    return x
+
+
 def subst_expr_simplified(e: Expr, env: Mapping[Sym, Expr], ranges: Ranges) -> Expr:
     """``e`` with the reads of ``env``'s symbols replaced; each maximal integer control
     expression that changed is simplified (``(4 * io + ii) / 4`` -> ``io`` given ``ii < 4``).
+    Shapes inside window types are rewritten too.
     """
     keys = set(env)
 
     def go(x: Expr) -> Expr:
-        if not free_syms_expr(x) & keys:
-            return x
         if _is_int(x) and af.to_aff(x) is not None:
-            out = af.simplify_expr(subst_expr(x, env), ranges)
-            return out
-        return map_expr_children(x, go)
+            if free_syms_expr(x) & keys:
+                return af.simplify_expr(subst_expr(x, env), ranges)
+            return x
+        return _map_type_of(map_expr_children(x, go), go)
 
     return go(e)
 
@@ -83,6 +108,37 @@ def subst_simplify(s: Stmt, env: Mapping[Sym, Expr], ranges: Ranges) -> Stmt:
 
     def fs(x: Stmt) -> Stmt:
         return map_stmt_children(x, fs, fe)
+
+    return fs(s)
+
+
+def rename_expr(e: Expr, env: Mapping[Sym, Sym]) -> Expr:
+    """``e`` with every use of ``env``'s symbols renamed, inside window types too."""
+
+    def go(x: Expr) -> Expr:
+        y = _map_type_of(map_expr_children(x, go), go)
+        if isinstance(y, Read | WindowExpr | StrideExpr) and y.sym in env:
+            return y.replace(sym=env[y.sym])
+        return y
+
+    return go(e)
+
+
+def rename_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
+    """``s`` with every use and binding of ``env``'s symbols renamed."""
+
+    def fe(x: Expr) -> Expr:
+        return rename_expr(x, env)
+
+    def fs(x: Stmt) -> Stmt:
+        out = map_stmt_children(x, fs, fe)
+        match out:
+            case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
+                return out.replace(sym=env[out.sym])
+            case For() if out.iter in env:
+                return out.replace(iter=env[out.iter])
+            case _:
+                return out
 
     return fs(s)
 
@@ -113,7 +169,7 @@ def fresh_copy(
         env: loop variables to replace by expressions (or symbols to rename).
         ranges: constant ranges for simplifying the substituted expressions.
     """
-    rename: dict[Sym, Expr | Sym] = {}
+    rename: dict[Sym, Sym] = {}
     for s in stmts:
         for sym in defined_syms(s):
             rename[sym] = sym.copy()
@@ -122,7 +178,7 @@ def fresh_copy(
     out: list[Stmt] = []
     for s in stmts:
         x = subst_simplify(s, exprs, ranges or {}) if exprs else s
-        x = subst_stmt(x, {**rename, **syms})
+        x = rename_stmt(x, {**rename, **syms})
         out.append(_fresh_stmt(x))
     return tuple(out)
 

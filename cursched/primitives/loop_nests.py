@@ -33,8 +33,8 @@ from cursched.errors import SchedulingError
 from cursched.ir.nodes import For, If, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import free_syms_expr, subst_stmt
-from cursched.primitives.loop_common import safety, same_pairs
+from cursched.ir.traversal import free_syms_expr
+from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -234,7 +234,7 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
         second = For(loop.iter, loop.lo, loop.hi, body, loop.mode)
     assert first is not None and second is not None
     fresh: dict[Sym, Sym] = {lv[1].iter: lv[1].iter.copy() for lv in levels}
-    renamed = subst_stmt(second, fresh)
+    renamed = rename_stmt(second, fresh)
     top_path = levels[-1][0]
     ed = Editor(ir)
     out = ed.replace(
@@ -363,7 +363,7 @@ def fuse(proc: Proc, first: StmtCursor, second: StmtCursor) -> Rewrite[FuseCurso
             check_fuse(ir, p1, p2, primitive=name)
         except FusionError as e:
             raise safety(FuseDependenceError, name, e, first) from e
-        body2 = tuple(subst_stmt(s, {n2.iter: n1.iter}) for s in n2.body)
+        body2 = tuple(rename_stmt(s, {n2.iter: n1.iter}) for s in n2.body)
         mode = n1.mode if n1.mode == n2.mode else "seq"
         fused: Stmt = n1.replace(body=(*n1.body, *body2), mode=mode)
         pairs = same_pairs(n2.body, body2)

@@ -22,12 +22,12 @@ from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import For, ProcDef
-from cursched.ir.traversal import subst_stmt
 from cursched.primitives.loop_common import (
     aff,
     expr_of,
     fresh_copy,
     index_expr,
+    rename_stmt,
     safety,
     same_pairs,
     subst_simplify,
@@ -202,7 +202,7 @@ class JoinLoopsCursors(PrimCursors):
 
 
 def _bodies_equal(ir: ProcDef, a: For, b: For) -> bool:
-    body_b = tuple(subst_stmt(s, {b.iter: a.iter}) for s in b.body)
+    body_b = tuple(rename_stmt(s, {b.iter: a.iter}) for s in b.body)
     pa = ProcDef("body", ir.args, (), a.body)
     pb = ProcDef("body", ir.args, (), body_b)
     return alpha_equal(pa, pb)

@@ -272,6 +272,28 @@ def test_fuse_par_loops_must_stay_race_free() -> None:
         fuse(par_loops, par_loops.find_loop("i"), par_loops.find_loop("j"))
 
 
+@proc
+def copy4(a: [f32][4] @ DRAM, b: [f32][4] @ DRAM):
+    for k in seq(0, 4):
+        a[k] = b[k]
+
+
+@proc
+def window_loops(n: size, x: f32[4 * n] @ DRAM, y: f32[4 * n] @ DRAM):
+    for i in seq(0, n):
+        copy4(x[4 * i : 4 * i + 4], y[4 * i : 4 * i + 4])
+    for j in seq(0, n):
+        w = y[4 * j : 4 * j + 4]
+        copy4(w, x[4 * j : 4 * j + 4])
+
+
+def test_fuse_renames_inside_window_types() -> None:
+    p, c = fuse(window_loops, window_loops.find_loop("i"), window_loops.find_loop("j"))
+    assert "w = y[4 * i:4 * i + 4]" in str(p)
+    assert len(c.second_body) == 2
+    assert_equivalent(window_loops, p, trials=3)
+
+
 def test_fused_nest_compiles() -> None:
     p, _ = fuse(
         producer_consumer, producer_consumer.find_loop("i"), producer_consumer.find_loop("j")

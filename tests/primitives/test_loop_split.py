@@ -39,6 +39,23 @@ def maybe_empty(n: size, x: f32[n] @ DRAM):
 
 
 @proc
+def add4(a: [f32][4] @ DRAM, b: [f32][4] @ DRAM):
+    for k in seq(0, 4):
+        a[k] += b[k]
+
+
+@proc
+def windows(n: size, x: f32[4 * n + 4] @ DRAM, y: f32[4 * n + 4] @ DRAM):
+    for i in seq(0, n):
+        w = x[4 * i : 4 * i + 4]
+        t: f32[4] @ DRAM
+        for k in seq(0, 4):
+            t[k] = y[4 * i + k]
+        add4(w, t)
+        add4(x[4 * i + 1 : 4 * i + 5], y[4 * i : 4 * i + 4])
+
+
+@proc
 def aligned(n: size, x: f32[n] @ DRAM):
     assert n % 8 == 0
     for i in seq(0, n):
@@ -92,6 +109,14 @@ def test_split_iterates_as_cursors() -> None:
     _, (outer, inner, tail, guard, body) = split(scale, "i", 4, tail="cut")
     assert outer.name() == "io" and inner.name() == "ii" and tail and not guard
     assert len(body) == 2
+
+
+@pytest.mark.parametrize("tail", ["guard", "cut", "cut_and_guard"])
+def test_split_rewrites_windows_allocs_and_calls(tail: str) -> None:
+    # window types carry shapes in the loop variable; the cut tail gets fresh names
+    p, _ = split(windows, "i", 3, tail=tail)
+    assert "w = x[12 * io + 4 * ii:12 * io + 4 * ii + 4]" in str(p)
+    assert_equivalent(windows, p, trials=3)
 
 
 # ------------------------------------------------------------------------- preconditions
