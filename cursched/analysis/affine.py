@@ -559,7 +559,8 @@ def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -
             case BinOp() | USub() if _is_int_type(x.type):
                 a = to_aff(x)
                 if a is not None:
-                    return from_aff(simplify_aff(a, ranges))
+                    out = from_aff(simplify_aff(a, ranges))
+                    return x if out == x else out  # unchanged: keep the node (and srcinfo)
             case BinOp() if x.op in ("<", ">", "<=", ">=", "==", "!="):
                 p = to_prop(x)
                 decided = None if p is None else _decide(_simplify_prop(p, ranges), ranges)

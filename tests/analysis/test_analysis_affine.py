@@ -198,3 +198,10 @@ def test_simplifier_agrees_with_evaluation(e: Expr, n: int, io: int, ii: int, j:
     env = {N: n, IO: io % n, II: ii, J: j}
     assert evaluate(af.simplify_expr(e, RANGES), env) == evaluate(e, env)
     assert evaluate(af.simplify_expr(e), env) == evaluate(e, env)
+
+
+def test_simplify_keeps_unchanged_nodes() -> None:
+    e = b("+", b("*", c(4), r(IO)), r(II))
+    assert af.simplify_expr(e) is e
+    cmp = BinOp("<", e, r(N), BOOL)
+    assert af.simplify_expr(cmp) is cmp
