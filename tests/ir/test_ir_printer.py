@@ -30,6 +30,7 @@ from ir_builders import (
 
 from cursched.ir.memory import DRAM_STACK, SHARED
 from cursched.ir.nodes import (
+    STMT_TYPES,
     BinOp,
     Call,
     Const,
@@ -47,6 +48,7 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.printer import BlockMark, print_expr, print_proc, print_stmt
 from cursched.ir.symbols import Sym
+from cursched.ir.traversal import walk_stmts
 from cursched.ir.types import F64, I8, I32, UI8, UI16, R, Type
 
 a, b, cc, d = Sym("a"), Sym("b"), Sym("c"), Sym("d")
@@ -480,3 +482,16 @@ def test_expression_printer_does_not_take_srcinfo_or_types_into_account() -> Non
     e1 = BinOp("+", Read(a, (), INDEX), Const(1, INT), INDEX)
     e2 = BinOp("+", Read(a, (), SIZE), Const(1, INT), SIZE)
     assert print_expr(e1) == print_expr(e2) == "a + 1"
+
+
+def test_sample_covers_every_statement_kind() -> None:
+    p, _ = _sample()
+    kinds = {type(s) for s in walk_stmts(p.body)}
+    assert kinds == set(STMT_TYPES)
+
+
+def test_variables_named_like_a_callee_are_renamed() -> None:
+    p, _ = _sample()
+    clash = Sym("copy8")
+    q = p.replace(body=(alloc(clash, F32), *p.body))
+    assert print_proc(q).splitlines()[2] == "    copy8_1: f32 @ DRAM"
