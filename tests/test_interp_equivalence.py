@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cursched import DRAM, ArgumentError, proc
+from cursched.frontend import parse_source
+from cursched.interp import interpret
 from cursched.testing import assert_equivalent, random_args
 
 
@@ -298,3 +302,33 @@ def test_window_and_tensor_parameters_and_r_and_f32_match() -> None:
     # the window version alone gets strided rows; against the tensor version, contiguous ones
     assert_equivalent(copy2d_window, copy2d)
     assert_equivalent(copy2d, copy2d_window)
+
+
+# ------------------------------------------------------------------ the sampler, as a property
+
+_ATOMS = st.one_of(
+    st.builds(lambda v, c: f"{v} % {c} == 0", st.sampled_from("nm"), st.integers(2, 16)),
+    st.builds(lambda v, c: f"{v} >= {c}", st.sampled_from("nm"), st.integers(1, 40)),
+    st.builds(lambda v, c: f"{v} <= {c}", st.sampled_from("nm"), st.integers(1, 40)),
+    st.builds(lambda a, b: f"m == {a} * n + {b}", st.integers(1, 3), st.integers(-2, 3)),
+    st.builds(lambda c: f"i < n and i >= {c}", st.integers(0, 3)),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(preds=st.lists(_ATOMS, min_size=1, max_size=3), seed=st.integers(0, 2**16))
+def test_random_args_satisfy_random_asserts_or_say_why(preds: list[str], seed: int) -> None:
+    asserts = "\n".join(f"    assert {p}" for p in preds)
+    text = f"def p(n: size, m: size, i: index, x: f32[n, m] @ DRAM):\n{asserts}\n    pass\n"
+    pd = parse_source(text, {"DRAM": DRAM})
+    try:
+        args = random_args(pd, np.random.default_rng(seed))
+    except ArgumentError as e:
+        assert "could not draw arguments of p" in str(e)
+        return
+    n, m, i = args["n"], args["m"], args["i"]
+    assert isinstance(n, int) and isinstance(m, int) and isinstance(i, int)
+    assert n > 0 and m > 0
+    for pred in preds:
+        assert eval(pred, {}, {"n": n, "m": m, "i": i}), (pred, n, m, i)
+    interpret(pd, **args)  # and the interpreter's own assert check agrees

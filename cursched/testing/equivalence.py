@@ -6,26 +6,24 @@ argument is compared afterwards (integers exactly, floats within a tolerance by 
 equal to NaN). ``random_args`` draws one such set of inputs and is reused by the C backend's
 tests.
 
-Sizes are drawn by rejection sampling from a small candidate set per control argument
-(1..12, plus values built from the constants of the asserts, such as multiples of ``4`` for
-``n % 4 == 0``), so no SMT solver is needed for the asserts procs actually carry.
+Sizes are drawn by ``cursched.testing.sizes``: small candidate values, equalities solved,
+rejection sampling; no SMT solver is needed for the asserts procs actually carry.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, assert_never
 
 import numpy as np
 
-from cursched.errors import ArgumentError, InterpreterError
+from cursched.errors import InterpreterError
 from cursched.interp import eval_control, interpret
 from cursched.interp_values import fmt_expr
-from cursched.ir.nodes import BinOp, Const, Expr, FnArg, ProcDef, Read
+from cursched.ir.nodes import FnArg, ProcDef
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_expr
-from cursched.ir.types import SIZE, ControlType, DataType, TensorType, Type
+from cursched.ir.types import ControlType, DataType, TensorType, Type
+from cursched.testing.sizes import draw_controls
 
 __all__ = ["DEFAULT_TOLERANCES", "assert_equivalent", "random_args"]
 
@@ -36,9 +34,6 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-9, 1e-9),
 }
 
-_REJECTION_TRIES = 2000
-_ENUMERATION_LIMIT = 200_000
-
 
 def _procdef(p: Any) -> ProcDef:
     if isinstance(p, ProcDef):
@@ -47,132 +42,6 @@ def _procdef(p: Any) -> ProcDef:
     if isinstance(ir, ProcDef):
         return ir
     raise TypeError(f"expected a Proc or ProcDef, got {type(p).__name__}")
-
-
-# ------------------------------------------------------------------------ drawing sizes
-
-
-def _assert_constants(pd: ProcDef) -> tuple[set[int], set[int]]:
-    """The integer constants of the asserts, and the moduli among them."""
-    consts: set[int] = set()
-    moduli: set[int] = set()
-    for pred in pd.preds:
-        for e in walk_expr(pred):
-            if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
-                consts.add(e.value)
-            if isinstance(e, BinOp) and e.op == "%" and isinstance(e.rhs, Const):
-                moduli.add(int(e.rhs.value))
-    return consts, moduli
-
-
-def _candidates(
-    t: ControlType, consts: set[int], moduli: set[int], cap: int | None
-) -> list[int | bool]:
-    """Candidate values: small ones, plus values built from the asserts' constants.
-
-    With a ``cap``, constant-derived values above it are left out, so that an assert such as
-    ``n <= 1024`` does not make a test run a proc at n = 1024 when n = 5 would do.
-    """
-    if t.name == "bool":
-        return [False, True]
-    near = {c + d for c in consts for d in (-1, 0, 1)}
-    base = set(range(1, 13)) if t.name == "size" else set(range(12))
-    if t.name == "size":
-        near |= {m * k for m in moduli if m > 0 for k in (1, 2, 3, 4)}
-    if cap is not None:
-        near = {v for v in near if v <= cap}
-    low = 1 if t.name == "size" else None
-    return sorted(v for v in base | near if low is None or v >= low)
-
-
-def _satisfied(pd: ProcDef, values: Mapping[Sym, Any]) -> bool:
-    for pred in pd.preds:
-        try:
-            ok = eval_control(pred, values)
-        except InterpreterError:
-            continue  # an assert on strides is checked later, when the arrays exist
-        if not ok:
-            return False
-    return True
-
-
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, BinOp) and e.op == "and":
-        return _conjuncts(e.lhs) + _conjuncts(e.rhs)
-    return [e]
-
-
-def _definitions(pd: ProcDef) -> dict[Sym, list[Expr]]:
-    """For asserts ``x == e`` (or ``e == x``): the expressions that define control ``x``.
-
-    Rejection sampling alone rarely hits ``m == 2 * n + 1``; solving such equalities for the
-    variable drawn later makes those asserts cheap.
-    """
-    defs: dict[Sym, list[Expr]] = {}
-    for pred in pd.preds:
-        for c in _conjuncts(pred):
-            if not (isinstance(c, BinOp) and c.op == "=="):
-                continue
-            for var, other in ((c.lhs, c.rhs), (c.rhs, c.lhs)):
-                if isinstance(var, Read) and not var.idx:
-                    defs.setdefault(var.sym, []).append(other)
-    return defs
-
-
-def _solve(defs: Sequence[Expr], values: Mapping[Sym, Any]) -> int | bool | None:
-    """The value of the first definition computable from the values drawn so far."""
-    for e in defs:
-        try:
-            v = eval_control(e, values)
-        except InterpreterError:
-            continue
-        if isinstance(v, int):
-            return v
-    return None
-
-
-def _draw_controls(
-    pd: ProcDef, rng: np.random.Generator, sizes: Mapping[str, int | bool]
-) -> dict[Sym, int | bool]:
-    controls = [a for a in pd.args if isinstance(a.type, ControlType)]
-    names = {a.sym.name for a in controls}
-    unknown = set(sizes) - names
-    if unknown:
-        raise ArgumentError(
-            f"sizes= names {sorted(unknown)}, which are not control arguments of {pd.name}"
-        )
-    consts, moduli = _assert_constants(pd)
-    syms = [a.sym for a in controls]
-    defs = _definitions(pd)
-    positive = {a.sym for a in controls if a.type == SIZE}
-    # first small values only; values derived from large constants only when those fail
-    cap = max([16, *(4 * m for m in moduli)])
-    cands: list[list[int | bool]] = []
-    for phase_cap, tries in ((cap, _REJECTION_TRIES // 4), (None, _REJECTION_TRIES)):
-        cands = []
-        for a in controls:
-            assert isinstance(a.type, ControlType)
-            pinned = sizes.get(a.sym.name)
-            cands.append(
-                [pinned] if pinned is not None else _candidates(a.type, consts, moduli, phase_cap)
-            )
-        for _ in range(tries):
-            values: dict[Sym, int | bool] = {}
-            for s, c in zip(syms, cands, strict=True):
-                solved = None if len(c) == 1 else _solve(defs.get(s, ()), values)
-                values[s] = solved if solved is not None else c[int(rng.integers(len(c)))]
-            if all(values[s] > 0 for s in positive) and _satisfied(pd, values):
-                return values
-    # rejection failed (a rare combination): search the candidates exhaustively, in order
-    for combo in itertools.islice(itertools.product(*cands), _ENUMERATION_LIMIT):
-        values = dict(zip(syms, combo, strict=True))
-        if all(values[s] > 0 for s in positive) and _satisfied(pd, values):
-            return values
-    preds = "; ".join(fmt_expr(e) for e in pd.preds)
-    raise ArgumentError(
-        f"could not draw arguments of {pd.name} satisfying its asserts ({preds}); "
-        "pin some with sizes={...}"
-    )
 
 
 # ------------------------------------------------------------------------- drawing data
@@ -219,7 +88,7 @@ def random_args(
             argument that is not a control argument.
     """
     pd = _procdef(p)
-    values: dict[Sym, Any] = dict(_draw_controls(pd, rng, sizes or {}))
+    values: dict[Sym, Any] = dict(draw_controls(pd, rng, sizes or {}))
     out: dict[str, object] = {}
     for a in pd.args:
         t = a.type
