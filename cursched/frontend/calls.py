@@ -21,7 +21,7 @@ from typing import assert_never
 
 from cursched.frontend.exprs import ExprParser
 from cursched.frontend.scope import Ctx, Var
-from cursched.frontend.typecheck import const_eval
+from cursched.frontend.typecheck import const_eval, fresh_type
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Expr, FnArg, ProcDef, Read
 from cursched.ir.symbols import Sym
@@ -98,7 +98,7 @@ def _tensor_arg(
                 a,
                 f"{where} is a contiguous tensor; a window can only go to a [type][...] parameter",
             )
-        e: Expr = Read(var.sym, (), var.type, srcinfo=ctx.loc(a))
+        e: Expr = Read(var.sym, (), fresh_type(var.type), srcinfo=ctx.loc(a))
     elif isinstance(a, ast.Subscript) and exprs.is_window(a):
         if not ptype.window:
             ctx.type_error(

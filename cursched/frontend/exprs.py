@@ -27,6 +27,7 @@ Decisions (documented here because Exo is not uniform about them):
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 from typing import NoReturn
 
@@ -35,7 +36,7 @@ import numpy as np
 from cursched.errors import BoundsError
 from cursched.frontend.externs import ExternFunction
 from cursched.frontend.scope import Ctx, Var, is_missing
-from cursched.frontend.typecheck import arith_type, const_eval, extent, has_vars
+from cursched.frontend.typecheck import arith_type, const_eval, extent, fresh, has_vars
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     BinOp,
@@ -256,7 +257,7 @@ class ExprParser:
                 self.ctx.type_error(node, f"'{op}' compares integers, not bools")
             cmp = BinOp(op, left, right, BOOL, srcinfo=loc)
             out = cmp if out is None else BinOp("and", out, cmp, BOOL, srcinfo=loc)
-            left = right
+            left = fresh(right)  # the next comparison's operand is a node of its own
         assert out is not None  # ast.Compare has at least one operator
         return out
 
@@ -455,7 +456,11 @@ class ExprParser:
             if c.step is not None:
                 self.ctx.parse_error(c, "slices with a step are not in the language")
             lo = Const(0, INT, srcinfo=loc) if c.lower is None else self.integer(c.lower, "a bound")
-            hi = dim if c.upper is None else self.integer(c.upper, "a bound")
+            hi = (
+                dataclasses.replace(fresh(dim), srcinfo=loc)
+                if c.upper is None
+                else self.integer(c.upper, "a bound")
+            )
             self._check_interval(c, lo, hi, dim)
             accesses.append(Interval(lo, hi, srcinfo=loc))
             shape.append(extent(lo, hi, loc))

@@ -17,6 +17,7 @@ The typing of expressions (docs/semantics.md is the contract):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import assert_never
 
@@ -26,13 +27,15 @@ from cursched.ir.nodes import (
     Const,
     Expr,
     Extern,
+    Interval,
+    Point,
     Read,
     StrideExpr,
     USub,
     WindowExpr,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.types import INDEX, INT, ControlType, Type
+from cursched.ir.types import INDEX, INT, ControlType, TensorType, Type
 
 CONTROL_ARITH = frozenset({"+", "-", "*", "/", "%"})
 
@@ -99,14 +102,49 @@ def has_vars(e: Expr) -> bool:
             assert_never(e)
 
 
+def fresh(e: Expr) -> Expr:
+    """A copy of ``e`` made of new node objects (the symbols stay the same).
+
+    The frontend never puts one node object in two places of a proc (a comparison chain's
+    middle operand, a window's implicit bound, a window's extent): cursors and forwarding
+    identify expressions by node.
+    """
+    match e:
+        case Const() | StrideExpr():
+            return dataclasses.replace(e)
+        case Read():
+            return dataclasses.replace(e, idx=tuple(fresh(i) for i in e.idx))
+        case BinOp():
+            return dataclasses.replace(e, lhs=fresh(e.lhs), rhs=fresh(e.rhs))
+        case USub():
+            return dataclasses.replace(e, arg=fresh(e.arg))
+        case Extern():
+            return dataclasses.replace(e, args=tuple(fresh(a) for a in e.args))
+        case WindowExpr():
+            idx = tuple(
+                Point(fresh(w.pt), srcinfo=w.srcinfo)
+                if isinstance(w, Point)
+                else Interval(fresh(w.lo), fresh(w.hi), srcinfo=w.srcinfo)
+                for w in e.idx
+            )
+            return dataclasses.replace(e, idx=idx)
+        case _:
+            assert_never(e)
+
+
+def fresh_type(t: TensorType) -> TensorType:
+    """A copy of a tensor type whose shape expressions are new node objects."""
+    return TensorType(t.elem, tuple(fresh(s) for s in t.shape), t.window)
+
+
 def extent(lo: Expr, hi: Expr, srcinfo: SrcInfo | None) -> Expr:
     """The length ``hi - lo`` of a window interval, folded when it is simple."""
     a, b = const_eval(lo), const_eval(hi)
     if a is not None and b is not None:
         return Const(b - a, INT, srcinfo=srcinfo)
     if a == 0:
-        return hi
-    return BinOp("-", hi, lo, arith_type(hi.type, lo.type), srcinfo=srcinfo)
+        return fresh(hi)
+    return BinOp("-", fresh(hi), fresh(lo), arith_type(hi.type, lo.type), srcinfo=srcinfo)
 
 
 def control_reads(e: Expr) -> list[Expr]:

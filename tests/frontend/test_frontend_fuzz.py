@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import os
 import re
 
@@ -20,7 +21,9 @@ from cursched.errors import ParseError, TypeCheckError
 from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.memory import DRAM, Memory
+from cursched.ir.nodes import Call, Node, ProcDef
 from cursched.ir.printer import print_proc
+from cursched.ir.types import TensorType
 from cursched.ir.verify import verify_proc
 
 
@@ -199,10 +202,33 @@ _ops = st.lists(
 )
 
 
+def node_ids(node: object, seen: list[int]) -> list[int]:
+    """The ids of every IR node object in ``node`` (callees excluded: they are shared)."""
+    if isinstance(node, tuple):
+        for x in node:
+            node_ids(x, seen)
+    elif isinstance(node, TensorType):
+        node_ids(node.shape, seen)
+    elif isinstance(node, Node):
+        seen.append(id(node))
+        for f in dataclasses.fields(node):
+            if not (isinstance(node, Call) and f.name == "proc"):
+                node_ids(getattr(node, f.name), seen)
+    return seen
+
+
+def check_parsed(p: ProcDef) -> None:
+    """What every parsed proc satisfies: verified, unshared nodes, printout parses back."""
+    verify_proc(p)
+    ids = node_ids(p, [])
+    assert len(ids) == len(set(ids)), "a node object appears twice"
+    again = parse_source(print_proc(p), ENV)
+    assert alpha_equal(p, again), print_proc(p)
+
+
 def test_seeds_are_valid() -> None:
     for seed in SEEDS:
-        p = parse_source(seed, ENV)
-        verify_proc(p)
+        check_parsed(parse_source(seed, ENV))
 
 
 @settings(
@@ -220,9 +246,7 @@ def test_mutated_sources(seed: int, ops: list[tuple[int, int, int]]) -> None:
         assert e.srcinfo is not None and e.srcinfo.filename == "fuzz.py"
         assert str(e).startswith(f"fuzz.py:{e.srcinfo.line}:")
         return
-    verify_proc(p)
-    again = parse_source(print_proc(p), ENV)
-    assert alpha_equal(p, again), print_proc(p)
+    check_parsed(p)
 
 
 def test_deep_nesting_is_a_parse_error() -> None:
@@ -313,6 +337,4 @@ def test_mutated_syntax_trees(seed: int, ops: list[tuple[int, int, int]]) -> Non
     except (ParseError, TypeCheckError) as e:
         assert e.srcinfo is not None and e.srcinfo.filename == "fuzz.py"
         return
-    verify_proc(p)
-    again = parse_source(print_proc(p), ENV)
-    assert alpha_equal(p, again), print_proc(p)
+    check_parsed(p)
