@@ -8,6 +8,7 @@ at a node with the same label and kind: the oracle is the labels, independent of
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from typing import Any
 
@@ -214,3 +215,42 @@ def test_unchanged_nodes_survive() -> None:
                 assert get_at(p.ir(), out.loc.path) is node
 
     run()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_primitive_sequences_forward_by_identity(data: st.DataObject) -> None:
+    """The same property end to end: random sequences of the real primitives on a parsed proc
+    (whose statements each carry their own source position as the oracle's label).
+    """
+    from cursched import delete_pass, insert_pass, rename, reorder_stmts
+    from cursched.primitives.statements import StmtsDontCommuteError
+
+    from .procs import nest
+
+    first = nest.find_all("_")
+    p = nest
+    for k in range(data.draw(st.integers(1, 10))):
+        stmts = p.find_all("_")
+        op = data.draw(st.sampled_from(["insert", "delete", "reorder", "rename"]))
+        if op == "insert":
+            s = data.draw(st.sampled_from(stmts))
+            p, _ = insert_pass(p, s.before() if data.draw(st.booleans()) else s.after())
+        elif op == "delete":
+            passes = [s for s in p.find_all("pass") if s.next() or s.prev()]
+            if passes:
+                p, _ = delete_pass(p, data.draw(st.sampled_from(passes)))
+        elif op == "reorder":
+            pairs = [s for s in stmts if s.next()]
+            s = data.draw(st.sampled_from(pairs))
+            with contextlib.suppress(StmtsDontCommuteError):  # a refused swap is fine
+                p, _ = reorder_stmts(p, s.expand(0, 1))
+        else:
+            p, _ = rename(p, f"v{k}")
+    for c in first:
+        out = p.forward(c)
+        if out:
+            assert type(out.node()) is type(c.node())  # type: ignore[union-attr]
+            assert out.node().srcinfo == c.node().srcinfo  # type: ignore[union-attr]
+        else:
+            assert isinstance(out, Tombstone) and out.killer == "delete_pass"
