@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
-from ir_builders import F32, INDEX, SIZE, alloc, arg, assign, c, ld, loop, mkproc, op, tensor, v
+from ir_builders import (
+    F32,
+    INDEX,
+    SIZE,
+    alloc,
+    arg,
+    assign,
+    c,
+    iv,
+    ld,
+    loop,
+    mkproc,
+    op,
+    pt,
+    tensor,
+    v,
+    win,
+)
 
 from cursched.errors import SrcInfo
 from cursched.ir.alpha import alpha_diff, alpha_equal
 from cursched.ir.memory import DRAM, DRAM_STACK
-from cursched.ir.nodes import Alloc, Call, Const, InstrInfo, ProcDef, Read, Scope, Stmt
+from cursched.ir.nodes import (
+    Alloc,
+    Call,
+    Const,
+    Expr,
+    Extern,
+    InstrInfo,
+    ProcDef,
+    Read,
+    Scope,
+    Stmt,
+    StrideExpr,
+    USub,
+    WindowStmt,
+)
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import subst_stmt
 from cursched.ir.types import F64, I32
@@ -160,3 +191,36 @@ def test_read_types_count() -> None:
     p = mkproc("f", [arg(n, SIZE), arg(x, I32)], [assign(x, (), c(1, I32))])
     q = mkproc("f", [arg(n, SIZE), arg(x, I32)], [assign(x, (), c(1, INDEX))])
     assert not alpha_equal(p, q)
+
+
+def test_expression_kinds_and_their_fields_differ() -> None:
+    n, x, i = Sym("n"), Sym("x"), Sym("i")
+    args = [arg(n, SIZE), arg(x, tensor(F32, v(n, SIZE), v(n, SIZE)))]
+
+    def with_rhs(idx1: Expr, rhs: Expr) -> ProcDef:
+        body = loop(i, c(0), v(n, SIZE), assign(x, (v(i), idx1), rhs))
+        return mkproc("f", args, [body])
+
+    relu = Extern("relu", (ld(x, v(i), v(i)),), F32)
+    sigm = Extern("sigmoid", (ld(x, v(i), v(i)),), F32)
+    assert alpha_equal(with_rhs(v(i), relu), with_rhs(v(i), relu))
+    assert "extern" in (alpha_diff(with_rhs(v(i), relu), with_rhs(v(i), sigm)) or "")
+    s0, s1 = StrideExpr(x, 0, INDEX), StrideExpr(x, 1, INDEX)
+    assert "stride dimension" in (alpha_diff(with_rhs(s0, relu), with_rhs(s1, relu)) or "")
+    neg = USub(ld(x, v(i), v(i)), F32)
+    assert "USub vs Extern" in (alpha_diff(with_rhs(v(i), neg), with_rhs(v(i), relu)) or "")
+    plus = op("+", v(i), c(1))
+    minus = op("-", v(i), c(1))
+    assert "operator" in (alpha_diff(with_rhs(plus, relu), with_rhs(minus, relu)) or "")
+
+
+def test_windows_differ_by_point_or_interval() -> None:
+    n, x, w = Sym("n"), Sym("x"), Sym("w")
+    args = [arg(n, SIZE), arg(x, tensor(F32, c(8), c(8)))]
+    row = win(x, F32, pt(c(0)), iv(c(0), c(8)), shape=(c(8),))
+    col = win(x, F32, iv(c(0), c(8)), pt(c(0)), shape=(c(8),))
+    p = mkproc("f", args, [WindowStmt(w, row)])
+    q = mkproc("f", args, [WindowStmt(w, col)])
+    assert alpha_equal(p, mkproc("f", args, [WindowStmt(Sym("v"), row)]))
+    diff = alpha_diff(p, q)
+    assert diff is not None and "point vs interval" in diff
