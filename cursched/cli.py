@@ -98,7 +98,11 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("file", metavar="FILE.py", help="the schedule file")
     c.add_argument("-o", "--output", default=".", metavar="DIR", help="output directory")
     c.add_argument(
-        "--proc", action="append", metavar="NAME", help="compile only this proc (repeatable)"
+        "--proc",
+        action="extend",
+        nargs="+",
+        metavar="NAME",
+        help="compile only these procs (and what they call); may be repeated",
     )
     c.add_argument("--name", metavar="STEM", help="file stem of the outputs (default: FILE)")
     c.set_defaults(run=_compile)

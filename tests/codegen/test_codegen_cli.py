@@ -48,6 +48,14 @@ def test_compile_selected_procs(tmp_path: Path) -> None:
     assert "void scale(" in c and "scale_copy" not in c
 
 
+def test_compile_several_named_procs(tmp_path: Path) -> None:
+    argv = ["compile", str(EXAMPLE), "-o", str(tmp_path), "--proc", "scale", "copy1"]
+    assert main(argv) == 0
+    c = (tmp_path / "schedule_example.c").read_text()
+    # an instruction named explicitly becomes a function running its template
+    assert "void scale(" in c and "void copy1(" in c and "scale_copy" not in c
+
+
 def test_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", f"{EXAMPLE}:scale"]) == 0
     out = capsys.readouterr().out

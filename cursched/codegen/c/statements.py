@@ -176,7 +176,8 @@ class FunctionGen:
         lines: list[str] = []
         for s in body:
             lines += self.stmt(s, ind, frees)
-        lines += [ind + f for f in reversed(frees) if f]
+        for f in reversed(frees):
+            lines += _indent(f, ind)
         self.names.pop()
         return lines
 
