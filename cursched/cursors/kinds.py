@@ -284,4 +284,16 @@ class ExprCursor(Cursor):
         return tuple(ExprCursor(self._proc, NodeLoc((*self.path(), ("args", i)))) for i in range(n))
 
     def value(self) -> Any:
+        """A constant's value (None for other expressions)."""
         return getattr(self.node(), "value", None)
+
+    def dim(self) -> int:
+        """The dimension of ``stride(A, dim)``."""
+        node = self.node()
+        if not hasattr(node, "dim"):
+            raise CursorError(f"{self.describe()} has no dim()")
+        return int(node.dim)
+
+    def type(self) -> Any:
+        """The expression's type."""
+        return getattr(self.node(), "type", None)

@@ -154,3 +154,19 @@ def test_cursor_equality_and_hash() -> None:
     assert a == b and hash(a) == hash(b)
     assert a != two_loops.find_loop("j")
     assert len({a, b}) == 1
+
+
+def test_stride_and_types() -> None:
+    from cursched import proc
+
+    @proc
+    def g(n: size, A: f32[n, 4] @ DRAM, y: f32[n] @ DRAM):
+        for i in seq(0, n):
+            if stride(A, 0) == 4:
+                y[i] = A[i, 0]
+
+    s = g.find("stride(A, 0)")
+    assert s.dim() == 0 and s.name() == "A"
+    assert s.type().is_integer()
+    with pytest.raises(CursorError, match="has no dim"):
+        g.find("A[_]").dim()
