@@ -2,7 +2,8 @@
 
 It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
 for speed: each ``ProcDef`` is compiled once into a tree of Python closures
-(``cursched.interp_compile``) and cached; running it binds and validates the arguments, checks
+(``cursched.interp_compile`` for statements, ``cursched.interp_exprs`` for expressions) and
+cached; running it binds and validates the arguments, checks
 the asserts and calls the compiled body.
 
 Example:
@@ -19,7 +20,8 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
-from cursched.interp_compile import CTRL_OPS, CompiledProc, Compiler, Frame
+from cursched.interp_compile import CompiledProc, Compiler
+from cursched.interp_exprs import CTRL_OPS, Frame
 from cursched.interp_values import fmt_expr
 from cursched.ir.nodes import (
     BinOp,

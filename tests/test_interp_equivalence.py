@@ -51,9 +51,15 @@ def test_dropped_iteration_is_caught_with_sizes_index_and_values() -> None:
     with pytest.raises(AssertionError) as info:
         assert_equivalent(sgemm, sgemm_short)
     msg = str(info.value)
-    assert "sgemm and sgemm_short differ on trial 0 (seed 0; n = " in msg
-    assert "output C[0, 0] is " in msg
-    assert "elements differ" in msg
+    # trial 0 draws exactly what random_args draws first from the same seed
+    args = random_args(sgemm, np.random.default_rng(0))
+    sgemm.interpret(**args)
+    C = args["C"]
+    assert isinstance(C, np.ndarray)
+    sizes = f"n = {args['n']}, m = {args['m']}, k = {args['k']}"
+    assert f"sgemm and sgemm_short differ on trial 0 (seed 0; {sizes})" in msg
+    assert f"output C[0, 0] is {C[0, 0]!s} in sgemm but " in msg
+    assert f"{C.size} of {C.size} elements differ" in msg
 
 
 def test_failure_message_is_deterministic() -> None:

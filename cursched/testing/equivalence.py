@@ -249,6 +249,6 @@ def assert_equivalent(
                 idx, count, tol = found
                 raise AssertionError(
                     f"{pd.name} and {qd.name} differ on {where}: output {a.sym.name}{list(idx)} "
-                    f"is {x[idx]} in {pd.name} but {y[idx]} in {qd.name}{tol}; "
+                    f"is {x[idx]!s} in {pd.name} but {y[idx]!s} in {qd.name}{tol}; "
                     f"{count} of {x.size} elements differ"
                 )
