@@ -61,6 +61,7 @@ class _State:
 
 
 _STATE = _State()
+_CACHE_LIMIT = 200_000
 
 
 def stats() -> SmtStats:
@@ -214,6 +215,8 @@ def satisfiable(props: Sequence[af.Prop]) -> Model | None:
         t0 = time.perf_counter()
         hit = _solve(props, canon)
         st.solver_seconds += time.perf_counter() - t0
+        if len(_STATE.cache) >= _CACHE_LIMIT:
+            _STATE.cache.clear()  # a long session must not grow without bound
         _STATE.cache[key] = hit
     else:
         st.hits += 1
