@@ -119,3 +119,30 @@ def test_find_loop_many() -> None:
     loops = nest.find_loop("i", many=True)
     assert [c.path() for c in loops] == [(("body", 1),), (("body", 2),)]
     assert nest.find_loop("i").find_loop("j", many=True) == [nest.find_loop("j")]
+
+
+@proc
+def scale(n: size, x: [f32][n] @ DRAM):
+    for i in seq(0, n):
+        x[i] = x[i] * 2.0
+
+
+@proc
+def caller(n: size, A: f32[n, 8] @ DRAM):
+    for i in seq(0, n):
+        scale(8, A[i, 0:8])
+        w = A[i, 0:4]
+        w[0] = 1.0
+
+
+def test_call_and_window_patterns() -> None:
+    call = caller.find("scale(_)")
+    assert call.kind() == "Call" and call.name() == "scale"
+    assert call.subproc().name == "scale" and len(call.args()) == 2
+    assert caller.find("scale(8, A[_])") == call
+    assert caller.find("A[i, 0:8]").parent() == call
+    win = caller.find("w = _")
+    assert win.kind() == "WindowStmt" and win.name() == "w"
+    assert win.rhs().name() == "A"
+    with pytest.raises(PatternError):
+        caller.find("scale(9, _)")
