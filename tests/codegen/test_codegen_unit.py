@@ -207,3 +207,22 @@ def gpu_arg(x: f32[4] @ GLOBAL):
 def test_memories_c_cannot_use(p: Proc, message: str) -> None:
     with pytest.raises(CodegenError, match=message):
         generate_unit(p.name(), [p.ir()])
+
+
+@proc
+def floor_mix(k: index, y: i32[5, 5] @ DRAM):
+    for i in seq(0, 5):
+        y[((k * 3 - i) / 4) % 5, 0] += 1
+        y[(k - 7 * i) % 5, 1] += 1
+        y[((k + i) / 3) % 5, 2] += 1
+        y[(k - (i - k) / 2 * 2) % 5, 3] += 1
+        y[(-(k % 3) + (-k) / 5) % 5, 4] += 1
+
+
+def test_floor_division_and_modulo_for_every_sign() -> None:
+    f = floor_mix.compile()
+    for k in range(-20, 21):
+        a, b = np.zeros((5, 5), np.int32), np.zeros((5, 5), np.int32)
+        f(k, a)
+        floor_mix.interpret(k, b)
+        assert (a == b).all(), k
