@@ -198,14 +198,16 @@ class ExprCompiler:
     def data(self, e: Expr, dt: np.dtype[Any]) -> Fn:
         """A closure computing data expression ``e`` as a numpy scalar of dtype ``dt``."""
         conv = dt.type
+        if not isinstance(e, Const) and isinstance(e.type, ControlType):
+            # a control value used as data (an index in select): computed with control
+            # semantics (floor / and %), then converted
+            f = self.ctrl(e)
+            return lambda frame: cast_scalar(f(frame), dt)
         match e:
             case Const():
                 c = cast_scalar(e.value, dt)
                 return lambda frame: c
             case Read():
-                if isinstance(e.type, ControlType):
-                    f = self.ctrl(e)
-                    return lambda frame: cast_scalar(f(frame), dt)
                 rd = self.elem_read(e)
                 # the buffer's declared type decides whether a conversion is needed
                 declared = self.types.get(e.sym)
