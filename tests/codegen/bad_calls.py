@@ -2,7 +2,8 @@
 
 Run as a script, it compiles a few procs, makes every call in ``BAD_CALLS`` and prints one
 JSON line per call: the exception class raised (or "none") and its message, and finally
-whether the outputs were left untouched. A crash of the child (a segfault in C that ran on a
+whether good calls still work afterwards; with ``--fuzz N`` it makes N calls with random,
+mostly wrong, arguments instead. A crash of the child (a segfault in C that ran on a
 bad argument) makes the test fail, since no line for the crashing call and after is printed.
 """
 
@@ -96,7 +97,55 @@ def _calls() -> dict[str, Callable[[Any, Any, Any], None]]:
 BAD_CALLS = tuple(_calls())
 
 
+def _random_value(rng: np.random.Generator, good: Any) -> Any:
+    """Something close to ``good`` that is probably wrong in one way."""
+    if isinstance(good, np.ndarray):
+        options: list[Callable[[], Any]] = [
+            lambda: good.astype(rng.choice(["float64", "int32", "int8", "float16"])),
+            lambda: np.ones(tuple(int(d) for d in rng.integers(0, 5, good.ndim)), good.dtype),
+            lambda: np.ones((*good.shape, 2), good.dtype)[..., 0],
+            lambda: np.ones(good.shape[::-1], good.dtype).T,
+            lambda: _ro(good.copy()),
+            lambda: good.reshape(-1),
+            lambda: good.tolist(),
+            lambda: np.float32(1.5),
+            lambda: None,
+            lambda: np.zeros(good.size * good.itemsize + 1, np.uint8)[1:].view(good.dtype),
+        ]
+        return options[int(rng.integers(0, len(options)))]()
+    others: list[Any] = [-1, 0, 2**63, 1.0, "3", None, True, np.int64(3), np.bool_(True), -(2**70)]
+    return others[int(rng.integers(0, len(others)))]
+
+
+def fuzz(iterations: int) -> None:
+    """Random, mostly wrong, arguments: each call raises ArgumentError or runs."""
+    rng = np.random.default_rng(1234)
+    fns = {"s": scale_add.compile(), "w": win_copy.compile(), "t": acc_scalar.compile()}
+    goods = {
+        "s": lambda: [3, 8, np.float32(2), _f32(3, 8), _f32(3, 8)],
+        "w": lambda: [4, True, -2, _f32(8)[::2], _f32(4)],
+        "t": lambda: [3, np.ones(3, np.int32), np.zeros((), np.int32)],
+    }
+    counts = {"ArgumentError": 0, "ran": 0}
+    for _ in range(iterations):
+        key = str(rng.choice(list(fns)))
+        args = goods[key]()
+        for _ in range(int(rng.choice([0, 1, 1, 1, 2]))):
+            k = int(rng.integers(0, len(args)))
+            args[k] = _random_value(rng, args[k])
+        try:
+            fns[key](*args)
+            counts["ran"] += 1
+        except Exception as e:
+            if type(e).__name__ != "ArgumentError":
+                raise
+            counts["ArgumentError"] += 1
+    print(json.dumps({"name": "fuzz", "error": "none", "message": json.dumps(counts)}))
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--fuzz"]:
+        return fuzz(int(sys.argv[2]))
     s, w, t = scale_add.compile(), win_copy.compile(), acc_scalar.compile()
     y = _f32(3, 8)
     for name, call in _calls().items():

@@ -83,3 +83,16 @@ def test_nothing_runs_on_a_failed_check() -> None:
     y4 = np.zeros(4, np.float32)
     f(n=4, y=y4)
     assert (y4 == 1).all()
+
+
+def test_fuzzed_arguments_never_crash() -> None:
+    r = subprocess.run(
+        [sys.executable, str(HERE / "bad_calls.py"), "--fuzz", "400"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, f"child crashed or raised (exit {r.returncode}):\n{r.stderr}"
+    counts = json.loads(json.loads(r.stdout.splitlines()[-1])["message"])
+    assert counts["ArgumentError"] > 100 and counts["ran"] > 20
