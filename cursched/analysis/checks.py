@@ -157,11 +157,15 @@ def _used_syms(stmts: Sequence[Stmt]) -> set[Sym]:
     return used
 
 
+def _where(a: Access) -> str:
+    """The statement of an access, and the top-level statement holding it if different."""
+    site = a.site if a.site is not None else a.stmt
+    text = f"`{_stmt_text(site)}` ({a.kind} of {a.buf.name})"
+    return text if site is a.stmt else f"{text} in `{_stmt_text(a.stmt)}`"
+
+
 def _between(a: Access, b: Access, kind: str) -> str:
-    return (
-        f"{kind} between `{_stmt_text(a.stmt)}` ({a.kind} of {a.buf.name}) "
-        f"and `{_stmt_text(b.stmt)}` ({b.kind} of {b.buf.name})"
-    )
+    return f"{kind} between {_where(a)} and {_where(b)}"
 
 
 # ----------------------------------------------------------------------- statements

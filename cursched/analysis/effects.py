@@ -58,6 +58,8 @@ class Access:
         conds: ``if`` conditions inside the block guarding the access, with the branch.
         stmt: the top-level statement of the analysed block the access belongs to.
         local: the buffer is allocated inside the analysed block (private to it).
+        site: the statement holding the access (inside ``stmt``; the call for an access
+            made by a callee).
     """
 
     buf: Sym
@@ -67,6 +69,7 @@ class Access:
     conds: tuple[tuple[Expr, bool], ...]
     stmt: Stmt
     local: bool = False
+    site: Stmt | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +159,15 @@ class _Collector:
         self.views: dict[Sym, _View] = dict(views)
         self.locals: set[Sym] = set(top_locals)
 
-    def add(self, sym: Sym, idx: tuple[Expr, ...], kind: Kind, env: _Env) -> None:
+    def add(self, sym: Sym, idx: tuple[Expr, ...], kind: Kind, env: _Env, site: Stmt) -> None:
         buf, full = _compose(self.views, sym, idx)
-        self.out.append(
-            Access(buf, full, kind, env.loops, env.conds, env.top, local=buf in self.locals)
-        )
+        local = buf in self.locals
+        self.out.append(Access(buf, full, kind, env.loops, env.conds, env.top, local, site))
 
-    def expr(self, e: Expr, env: _Env) -> None:
+    def expr(self, e: Expr, env: _Env, site: Stmt) -> None:
         for r in _reads(e):
             if r.idx or not isinstance(r.type, TensorType):
-                self.add(r.sym, r.idx, "read", env)
+                self.add(r.sym, r.idx, "read", env, site)
 
     def block(self, body: tuple[Stmt, ...], env: _Env, top: bool = False) -> None:
         for s in body:
@@ -175,11 +177,11 @@ class _Collector:
         match s:
             case Assign():
                 inc = _as_reduction(s)
-                self.expr(s.rhs if inc is None else inc, env)
-                self.add(s.sym, s.idx, "write" if inc is None else "reduce", env)
+                self.expr(s.rhs if inc is None else inc, env, s)
+                self.add(s.sym, s.idx, "write" if inc is None else "reduce", env, s)
             case Reduce():
-                self.expr(s.rhs, env)
-                self.add(s.sym, s.idx, "reduce", env)
+                self.expr(s.rhs, env, s)
+                self.add(s.sym, s.idx, "reduce", env, s)
             case Pass():
                 pass
             case If():
@@ -229,6 +231,7 @@ class _Collector:
                     (*env.conds, *((subst_expr(c, ctrl), t) for c, t in a.conds)),
                     env.top,
                     local=a.buf in self.locals,
+                    site=s,  # the call: the callee's own statement is not in this proc
                 )
             )
 
