@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from cursched import DRAM, ArgumentError, proc
 from cursched.frontend import parse_source
 from cursched.interp import interpret
+from cursched.ir.nodes import ProcDef
 from cursched.testing import assert_equivalent, random_args
 
 
@@ -338,3 +339,23 @@ def test_random_args_satisfy_random_asserts_or_say_why(preds: list[str], seed: i
     for pred in preds:
         assert eval(pred, {}, {"n": n, "m": m, "i": i}), (pred, n, m, i)
     interpret(pd, **args)  # and the interpreter's own assert check agrees
+
+
+def test_reference_failing_is_reported_with_the_trial() -> None:
+    from cursched import InterpreterError
+
+    bad = fill_unchecked()
+    with pytest.raises(InterpreterError) as info:
+        assert_equivalent(bad, bad, sizes={"n": 3})
+    assert "out-of-bounds write" in str(info.value)
+    assert any("assert_equivalent, trial 0 (seed 0; n = 3)" in n for n in info.value.__notes__)
+
+
+@proc
+def fill_first(n: size, x: f32[n] @ DRAM):
+    assert n >= 4
+    x[3] = 1.0
+
+
+def fill_unchecked() -> ProcDef:
+    return fill_first.ir().replace(preds=())

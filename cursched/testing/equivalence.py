@@ -17,7 +17,7 @@ from typing import Any, assert_never
 
 import numpy as np
 
-from cursched.errors import InterpreterError
+from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp import eval_control, interpret
 from cursched.interp_values import fmt_expr
 from cursched.ir.nodes import FnArg, ProcDef
@@ -234,10 +234,14 @@ def assert_equivalent(
         where = f"trial {trial} (seed {seed}; {controls or 'no control arguments'})"
         ap = {k: _clone(v) for k, v in args.items()}
         aq = {k: _clone(v) for k, v in args.items()}
-        interpret(pd, **ap)
+        try:
+            interpret(pd, **ap)
+        except (InterpreterError, ArgumentError) as err:
+            err.add_note(f"(running the reference {pd.name} in assert_equivalent, {where})")
+            raise
         try:
             interpret(qd, **aq)
-        except InterpreterError as err:
+        except (InterpreterError, ArgumentError) as err:
             raise AssertionError(f"{qd.name} fails where {pd.name} runs, {where}: {err}") from err
         for a in pd.args:
             if isinstance(a.type, ControlType):
