@@ -11,13 +11,15 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from cursched import (
     DRAM,
+    ParseError,
     Proc,
     SchedulingError,
+    TypeCheckError,
     cut_loop,
     fission,
     fuse,
@@ -43,8 +45,19 @@ HIS = ["n", "n + 1", "4", "6", "n - 1"]
 @st.composite
 def stmt_text(draw: st.DrawFn, var: str, depth: int, pad: str) -> str:
     c1, c2 = draw(st.integers(0, 3)), draw(st.integers(0, 3))
-    kind = draw(st.sampled_from(["assign", "reduce", "loop"] if depth < 2 else ["assign"]))
+    kinds = ["assign", "reduce", "alloc", "window"] + (["loop"] if depth < 2 else [])
+    kind = draw(st.sampled_from(kinds))
     a, b = draw(st.sampled_from([("x", "y"), ("y", "x"), ("x", "x")]))
+    tag = draw(st.integers(0, 10**6))
+    if kind == "alloc":
+        t = f"t{tag}"
+        return (
+            f"{pad}{t}: f32[2] @ DRAM\n{pad}{t}[0] = {b}[{var} + {c2}]\n"
+            f"{pad}{t}[1] = {t}[0] * 2.0\n{pad}{a}[{var} + {c1}] = {t}[1]\n"
+        )
+    if kind == "window":
+        w = f"w{tag}"
+        return f"{pad}{w} = {a}[{var} + {c1}:{var} + {c1} + 2]\n{pad}{w}[1] += {b}[{var} + {c2}]\n"
     if kind == "assign":
         return f"{pad}{a}[{var} + {c1}] = {b}[{var} + {c2}] * 0.5 + 1.0\n"
     if kind == "reduce":
@@ -74,7 +87,11 @@ def proc_text(draw: st.DrawFn) -> str:
 
 
 def make(text: str) -> Proc:
-    return Proc(check_bounds(parse_source(text, {"DRAM": DRAM})))
+    try:
+        return Proc(check_bounds(parse_source(text, {"DRAM": DRAM})))
+    except (ParseError, TypeCheckError):  # two allocations drew the same name
+        assume(False)
+        raise
 
 
 # ------------------------------------------------------------------------- random steps
