@@ -1,9 +1,9 @@
 """Edit operations: the only way a primitive changes the IR.
 
-An ``Editor`` starts from one ``ProcDef`` and applies ``replace``, ``wrap``, ``move``,
-``delete`` and ``insert`` (plus ``replace_node`` for one expression or parameter and
-``set_proc`` for the proc's own name). Each operation records a forwarding map
-(``cursched.cursors.forwarding``); the step's map is their composition.
+``replace``, ``wrap``, ``move``, ``delete`` and ``insert`` (plus ``replace_node`` for one
+expression, parameter or statement in place) each take a ``ProcDef`` and return the new one
+with the operation's forwarding map (``cursched.cursors.forwarding``). An ``Editor`` applies
+them in turn (and ``set_proc`` for the proc's own name) and composes the maps into the step's.
 
 Identity is by node. Inside a replaced region the editor itself finds the survivors: an old
 node object that occurs exactly once in the new statements is the same node (moved or
@@ -109,11 +109,105 @@ class Rewrite(Generic[C]):
     fields: dict[str, Any]
 
 
+GapPos = GapLoc | tuple[Path, str, int]
+"""A gap: a gap cursor's location, or ``(parent path, list attribute, index)``."""
+
+
+def _pos(gap: GapPos) -> tuple[Path, str, int]:
+    return gap.position() if isinstance(gap, GapLoc) else gap
+
+
+# ------------------------------------------------------------- the operations, pure
+
+
+def replace(
+    ir: ProcDef,
+    block: BlockLoc,
+    new: Sequence[Stmt],
+    *,
+    same: Iterable[tuple[Any, Any]] = (),
+    hint: str = "",
+) -> tuple[ProcDef, SpliceMap]:
+    """Replace the statements of ``block`` by ``new`` (old nodes found again in ``new`` live
+    on, see the module docstring; the others die with ``hint``).
+    """
+    old = stmt_list(ir, block.parent, block.attr)
+    assert 0 <= block.lo <= block.hi <= len(old), "block out of range"
+    new = tuple(new)
+    survivors = find_survivors(old[block.lo : block.hi], new, _same_ids(same))
+    lst = (*old[: block.lo], *new, *old[block.hi :])
+    out = update_at(ir, block.parent, lambda n: n.replace(**{block.attr: lst}))
+    return out, SpliceMap(block.parent, block.attr, block.lo, block.hi, len(new), survivors, hint)
+
+
+def replace_node(
+    ir: ProcDef,
+    loc: NodeLoc | ArgLoc,
+    new: Node,
+    *,
+    same: Iterable[tuple[Any, Any]] = (),
+    hint: str = "",
+) -> tuple[ProcDef, NodeMap]:
+    """Replace one node (an expression, a parameter, a statement in place)."""
+    path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
+    survivors = find_survivors((get_at(ir, path),), (new,), _same_ids(same))
+    return update_at(ir, path, lambda _: new), NodeMap(path, survivors, hint)
+
+
+def insert(ir: ProcDef, gap: GapPos, stmts: Sequence[Stmt]) -> tuple[ProcDef, SpliceMap]:
+    """Insert ``stmts`` at ``gap``; nothing dies."""
+    parent, attr, pos = _pos(gap)
+    return replace(ir, BlockLoc(parent, attr, pos, pos), stmts)
+
+
+def delete(ir: ProcDef, block: BlockLoc, *, hint: str = "") -> tuple[ProcDef, SpliceMap]:
+    """Delete the statements of ``block``; they die with ``hint``."""
+    return replace(ir, block, (), hint=hint)
+
+
+def wrap(
+    ir: ProcDef, block: BlockLoc, make: Callable[[tuple[Stmt, ...]], Stmt], *, hint: str = ""
+) -> tuple[ProcDef, SpliceMap]:
+    """Replace ``block`` by the one statement ``make(stmts)`` that holds them (they live on)."""
+    stmts = stmt_list(ir, block.parent, block.attr)[block.lo : block.hi]
+    return replace(ir, block, (make(stmts),), hint=hint)
+
+
+def move(ir: ProcDef, block: BlockLoc, gap: GapPos) -> tuple[ProcDef, MoveMap]:
+    """Move the statements of ``block`` unchanged to ``gap``; they keep their identity.
+    ``map.dest`` is where they are now.
+    """
+    gparent, gattr, gpos = _pos(gap)
+    n = block.hi - block.lo
+    if gparent == block.parent and gattr == block.attr:
+        assert not block.lo < gpos < block.hi, "cannot move a block into itself"
+        dest = (gparent, gattr, gpos - n if gpos >= block.hi else gpos)
+    else:
+        inner = block.stmt_paths()
+        assert not any(gparent[: len(p)] == p for p in inner), "cannot move into itself"
+        shifted = SpliceMap(block.parent, block.attr, block.lo, block.hi, 0)(gparent)
+        assert not isinstance(shifted, Dead)
+        dest = (shifted, gattr, gpos)
+    old = stmt_list(ir, block.parent, block.attr)
+    moved = old[block.lo : block.hi]
+    rest = (*old[: block.lo], *old[block.hi :])
+    mid = update_at(ir, block.parent, lambda x: x.replace(**{block.attr: rest}))
+    dparent, dattr, dpos = dest
+    target = stmt_list(mid, dparent, dattr)
+    lst = (*target[:dpos], *moved, *target[dpos:])
+    out = update_at(mid, dparent, lambda x: x.replace(**{dattr: lst}))
+    return out, MoveMap(block.parent, block.attr, block.lo, block.hi, dest)
+
+
+# ------------------------------------------------------------------------- the editor
+
+
 class Editor:
-    """Applies edit operations to a ``ProcDef`` and records their forwarding maps.
+    """Applies the edit operations in turn to a ``ProcDef`` and composes their maps.
 
     Locations passed to an operation address the *current* IR of the editor
-    (``ed.forward(loc)`` brings a location of the starting IR there).
+    (``ed.forward(loc)`` brings a location of the starting IR there); each operation returns
+    the location of what it put in.
     """
 
     def __init__(self, ir: ProcDef) -> None:
@@ -131,6 +225,10 @@ class Editor:
         """Where ``loc`` (a location of the starting IR) is now."""
         return forward_loc(self.map, loc)
 
+    def _apply(self, result: tuple[ProcDef, PathMap]) -> None:
+        self.ir, m = result
+        self._maps.append(m)
+
     # -- operations -------------------------------------------------------------------------
     def replace(
         self,
@@ -140,19 +238,9 @@ class Editor:
         same: Iterable[tuple[Any, Any]] = (),
         hint: str = "",
     ) -> BlockLoc:
-        """Replace the statements of ``block`` by ``new``; returns the block of ``new``
-        (empty, ``lo == hi``, when ``new`` is empty).
-        """
-        old = stmt_list(self.ir, block.parent, block.attr)
-        assert 0 <= block.lo <= block.hi <= len(old), "block out of range"
-        region = old[block.lo : block.hi]
+        """``replace``; returns the block of ``new`` (empty, ``lo == hi``, when it is)."""
         new = tuple(new)
-        survivors = find_survivors(region, new, _same_ids(same))
-        lst = (*old[: block.lo], *new, *old[block.hi :])
-        self.ir = update_at(self.ir, block.parent, lambda n: n.replace(**{block.attr: lst}))
-        self._maps.append(
-            SpliceMap(block.parent, block.attr, block.lo, block.hi, len(new), survivors, hint)
-        )
+        self._apply(replace(self.ir, block, new, same=same, hint=hint))
         return BlockLoc(block.parent, block.attr, block.lo, block.lo + len(new))
 
     def replace_node(
@@ -163,55 +251,34 @@ class Editor:
         same: Iterable[tuple[Any, Any]] = (),
         hint: str = "",
     ) -> NodeLoc:
-        """Replace one node (an expression, a parameter, a statement in place)."""
-        path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
-        old = get_at(self.ir, path)
-        survivors = find_survivors((old,), (new,), _same_ids(same))
-        self.ir = update_at(self.ir, path, lambda _: new)
-        self._maps.append(NodeMap(path, survivors, hint))
-        return NodeLoc(path)
+        """``replace_node``; returns the node's location."""
+        ir, m = replace_node(self.ir, loc, new, same=same, hint=hint)
+        self._apply((ir, m))
+        return NodeLoc(m.path)
 
-    def insert(self, gap: GapLoc | tuple[Path, str, int], stmts: Sequence[Stmt]) -> BlockLoc:
-        """Insert ``stmts`` at ``gap`` (a gap cursor's location or ``(parent, attr, index)``)."""
-        parent, attr, pos = gap.position() if isinstance(gap, GapLoc) else gap
+    def insert(self, gap: GapPos, stmts: Sequence[Stmt]) -> BlockLoc:
+        """``insert``; returns the block of the new statements."""
+        parent, attr, pos = _pos(gap)
         return self.replace(BlockLoc(parent, attr, pos, pos), stmts)
 
     def delete(self, block: BlockLoc, *, hint: str = "") -> tuple[Path, str, int]:
-        """Delete the statements of ``block``; returns the position where they were."""
-        self.replace(block, (), hint=hint)
+        """``delete``; returns the position where the statements were."""
+        self._apply(delete(self.ir, block, hint=hint))
         return block.parent, block.attr, block.lo
 
     def wrap(
         self, block: BlockLoc, make: Callable[[tuple[Stmt, ...]], Stmt], *, hint: str = ""
     ) -> NodeLoc:
-        """Replace ``block`` by the one statement ``make(stmts)`` that holds them."""
-        stmts = stmt_list(self.ir, block.parent, block.attr)[block.lo : block.hi]
-        out = self.replace(block, (make(stmts),), hint=hint)
-        return NodeLoc((*out.parent, (out.attr, out.lo)))
+        """``wrap``; returns the location of the wrapping statement."""
+        self._apply(wrap(self.ir, block, make, hint=hint))
+        return NodeLoc((*block.parent, (block.attr, block.lo)))
 
-    def move(self, block: BlockLoc, gap: GapLoc | tuple[Path, str, int]) -> BlockLoc:
-        """Move the statements of ``block`` unchanged to ``gap``; they keep their identity."""
-        gparent, gattr, gpos = gap.position() if isinstance(gap, GapLoc) else gap
-        n = block.hi - block.lo
-        if gparent == block.parent and gattr == block.attr:
-            assert not block.lo < gpos < block.hi, "cannot move a block into itself"
-            dest = (gparent, gattr, gpos - n if gpos >= block.hi else gpos)
-        else:
-            inner = block.stmt_paths()
-            assert not any(gparent[: len(p)] == p for p in inner), "cannot move into itself"
-            shifted = SpliceMap(block.parent, block.attr, block.lo, block.hi, 0)(gparent)
-            assert not isinstance(shifted, Dead)
-            dest = (shifted, gattr, gpos)
-        old = stmt_list(self.ir, block.parent, block.attr)
-        moved = old[block.lo : block.hi]
-        rest = (*old[: block.lo], *old[block.hi :])
-        ir = update_at(self.ir, block.parent, lambda x: x.replace(**{block.attr: rest}))
-        dparent, dattr, dpos = dest
-        target = stmt_list(ir, dparent, dattr)
-        lst = (*target[:dpos], *moved, *target[dpos:])
-        self.ir = update_at(ir, dparent, lambda x: x.replace(**{dattr: lst}))
-        self._maps.append(MoveMap(block.parent, block.attr, block.lo, block.hi, dest))
-        return BlockLoc(dparent, dattr, dpos, dpos + n)
+    def move(self, block: BlockLoc, gap: GapPos) -> BlockLoc:
+        """``move``; returns the block where the statements are now."""
+        ir, m = move(self.ir, block, gap)
+        self._apply((ir, m))
+        dparent, dattr, dpos = m.dest
+        return BlockLoc(dparent, dattr, dpos, dpos + block.hi - block.lo)
 
     def done(self, cursors: type[C], **fields: Any) -> Rewrite[C]:
         """Finish: the rewrite with the cursors to return, by field, as locations of the

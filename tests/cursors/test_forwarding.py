@@ -295,3 +295,23 @@ def test_tombstones_and_invalid_cursors_answer_protocol_probes() -> None:
     assert copy.copy(small.find("x[3] = _").next()) is not None
     bad = small.find("x[3] = _").next()
     assert not hasattr(bad, "__array__")
+
+
+def test_pure_edit_operations_return_ir_and_map() -> None:
+    from cursched.cursors import edits
+    from cursched.ir.nodes import Pass
+
+    ir = small.ir()
+    loop_body = (("body", 0),)
+    new, m = edits.insert(ir, (loop_body, "body", 1), (Pass(),))
+    assert new is not ir and ir.body[0].body[1] is not new.body[0].body[1]  # type: ignore[attr-defined]
+    assert m((*loop_body, ("body", 1))) == (*loop_body, ("body", 2))
+    new, m2 = edits.delete(new, BlockLoc(loop_body, "body", 1, 2), hint="gone")
+    assert m2((*loop_body, ("body", 1))) == edits.Dead("gone")
+    assert new.body == ir.body  # back to the same statements (shared, unchanged)
+    moved, m3 = edits.move(ir, BlockLoc((), "body", 1, 2), (loop_body, "body", 0))
+    assert moved.body[0].body[0] is ir.body[1]  # type: ignore[attr-defined]
+    assert m3((("body", 1),)) == (*loop_body, ("body", 0))
+    wrapped, m4 = edits.wrap(ir, BlockLoc((), "body", 0, 2), lambda ss: Scope("all", ss))
+    assert m4((("body", 1), ("rhs", -1))) == (("body", 0), ("body", 1), ("rhs", -1))
+    assert isinstance(wrapped.body[0], Scope)
