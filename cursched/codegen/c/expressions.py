@@ -9,9 +9,10 @@ non-negative (constants >= 0, sizes, loop variables whose lower bound is non-neg
 Data expressions are printed for one destination type ``T`` (the precision of the statement):
 every read is cast to ``T``, every operation is done in ``T``. Floats use plain C operators
 (``float`` for f32/R, ``double`` for f64); ``_Float16`` operations are computed in ``float``
-and cast back after every operation, as numpy does. Integer ``+ - *`` go through ``uint32_t``
-and are cast back to ``T``, so they wrap around like numpy instead of overflowing (undefined
-behaviour in C); integer ``/ %`` call helpers that truncate like C but return 0 for a zero
+and cast back after every operation, as numpy does. Integer ``+ - *`` are cast back to ``T``
+after every operation, so they wrap around like numpy; those that could overflow C's ``int``
+(undefined behaviour) go through ``uint32_t`` first (see ``fits_int``). Integer ``/ %`` call
+helpers that truncate like C but return 0 for a zero
 divisor instead of trapping.
 """
 
@@ -154,6 +155,14 @@ def row_major(shape: tuple[str, ...]) -> tuple[str, ...]:
         out.append(acc)
         acc = mul(acc, s) if acc != "1" else s
     return tuple(reversed(out))
+
+
+def fits_int(t: DataType, op: str) -> bool:
+    """Whether ``op`` on two values of the integer type ``t``, done in C's ``int`` (where they
+    are promoted), can never overflow: then the cast back to ``t`` wraps like numpy, with no
+    detour through ``uint32_t``. True for 8-bit types, and for ui16 ``+``/``-``."""
+    bits = t.np_dtype.itemsize * 8
+    return bits == 8 or (bits == 16 and op in ("+", "-"))
 
 
 def float_literal(value: float, t: DataType) -> str:
@@ -312,6 +321,8 @@ class ExprGen:
                 a = self.data(e.arg, t)
                 if t.is_float():
                     return f"-{paren(a)}"
+                if fits_int(t, "-"):
+                    return f"({ct})-{paren(a)}"
                 return f"({ct})(0u - (uint32_t){paren(a)})"
             case Extern():
                 return self._extern(e, t)
@@ -340,6 +351,8 @@ class ExprGen:
             fn = f"cs_{'div' if e.op == '/' else 'mod'}_{ct}"
             self.helpers.need(fn)
             return f"{fn}({a}, {b})"
+        if fits_int(t, e.op):
+            return f"({ct})({binary(a, e.op, b)})"
         return f"({ct})((uint32_t){paren(a)} {e.op} (uint32_t){paren(b)})"
 
     def _extern(self, e: Extern, t: DataType) -> str:

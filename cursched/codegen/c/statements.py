@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
-from cursched.codegen.c.expressions import Buffer, ExprGen, mul, paren, row_major
+from cursched.codegen.c.expressions import Buffer, ExprGen, fits_int, mul, paren, row_major
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import Namer
 from cursched.errors import CodegenError
@@ -225,7 +225,8 @@ class FunctionGen:
             return f"{lhs} = {strip(rhs)};"
         if t == F16:
             return f"{lhs} = (_Float16)((float){paren(lhs)} + (float){paren(rhs)});"
-        if t.is_float():
+        if t.is_float() or fits_int(t, "+"):
+            # narrow integers: ``+=`` adds in int (no overflow) and wraps on the way back
             return f"{lhs} += {strip(rhs)};"
         return f"{lhs} = ({t.c_name})((uint32_t){paren(lhs)} + (uint32_t){paren(rhs)});"
 
