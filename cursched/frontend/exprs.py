@@ -200,7 +200,7 @@ class ExprParser:
             case ast.Call(func=ast.Name(id="stride")) if self.ctx.lookup("stride") is None:
                 return self._stride(node)
             case ast.Call(func=func):
-                if self._extern_name(func) is not None:
+                if self.extern_name(func) is not None:
                     self.ctx.type_error(node, "an extern computes data; it is not a control value")
                 self.ctx.type_error(node, "only stride(A, d) can be called in a control expression")
             case ast.Subscript(value=ast.Name(id=name)) if self.ctx.lookup(name) is not None:
@@ -398,7 +398,8 @@ class ExprParser:
         assert isinstance(var.type, TensorType)  # access() checked it
         return Read(var.sym, idx, var.type.elem, srcinfo=self.ctx.loc(node))
 
-    def _extern_name(self, func: ast.expr) -> str | None:
+    def extern_name(self, func: ast.expr) -> str | None:
+        """The extern a call's function names (a built-in or an imported name), or None."""
         obj = self.ctx.resolve_dotted(func)
         if isinstance(obj, ExternFunction):
             return obj.name
@@ -407,7 +408,7 @@ class ExprParser:
         return None
 
     def _extern(self, node: ast.Call, dest: DataType) -> Expr:
-        name = self._extern_name(node.func)
+        name = self.extern_name(node.func)
         if name is None:
             if self.ctx.proc_def(node.func) is not None:
                 self.ctx.type_error(node, "a proc call is a statement, not a value")

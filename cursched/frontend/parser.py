@@ -12,6 +12,7 @@ import ast
 from collections.abc import Mapping
 from typing import TypeGuard
 
+from cursched.errors import TypeCheckError
 from cursched.frontend.annotations import parse_type
 from cursched.frontend.calls import check_call
 from cursched.frontend.exprs import ExprParser
@@ -23,6 +24,7 @@ from cursched.ir.nodes import (
     Assign,
     Call,
     Expr,
+    Extern,
     FnArg,
     For,
     If,
@@ -36,6 +38,7 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
+from cursched.ir.traversal import proc_exprs, walk_stmts
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 
 _STMT_TEXT: dict[type[ast.AST], str] = {
@@ -100,9 +103,35 @@ class ProcParser:
                 # The parsers recurse over expressions; Python's own parser stops at a
                 # similar depth, so this only affects machine-generated sources.
                 self.ctx.parse_error(node, "this statement is nested too deeply")
-        return ProcDef(
-            fdef.name, args, tuple(preds), tuple(body), instr, srcinfo=self.ctx.loc(fdef)
-        )
+        p = ProcDef(fdef.name, args, tuple(preds), tuple(body), instr, srcinfo=self.ctx.loc(fdef))
+        self._check_param_names(p)
+        return p
+
+    def _check_param_names(self, p: ProcDef) -> None:
+        """A parameter may not be named like a memory, proc or extern the proc uses.
+
+        Parameter names are the proc's interface (arguments are passed by name); inside the
+        body such a name would also be ambiguous in the printout, which must rename one.
+        """
+        used: dict[str, str] = {}
+        for s in walk_stmts(p.body):
+            if isinstance(s, Call):
+                used.setdefault(s.proc.name, "a proc")
+            elif isinstance(s, Alloc):
+                used.setdefault(s.mem.name(), "a memory")
+        for a in p.args:
+            if a.mem is not None:
+                used.setdefault(a.mem.name(), "a memory")
+        for e in proc_exprs(p):
+            if isinstance(e, Extern):
+                used.setdefault(e.name, "an extern")
+        for a in p.args:
+            if a.sym.name in used:
+                assert a.srcinfo is not None  # every FnArg made here has one
+                what = used[a.sym.name]
+                raise TypeCheckError(
+                    f"parameter '{a.sym.name}' has the name of {what} this proc uses", a.srcinfo
+                )
 
     def _params(self, a: ast.arguments) -> tuple[FnArg, ...]:
         extras: list[ast.AST] = [*a.posonlyargs, *a.kwonlyargs, *a.defaults]
@@ -286,12 +315,13 @@ class ProcParser:
 
     # -- calls --------------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> Stmt:
+        # A variable shadows the defining scope, procs included.
+        if isinstance(node.func, ast.Name) and self.ctx.lookup(node.func.id) is not None:
+            self.ctx.type_error(node.func, f"'{node.func.id}' is a variable, not a proc")
         callee = self.ctx.proc_def(node.func)
         if callee is None:
-            if isinstance(node.func, ast.Name) and self.ctx.lookup(node.func.id) is not None:
-                self.ctx.type_error(node.func, f"'{node.func.id}' is a variable, not a proc")
             text = ast.unparse(node.func)
-            if self.exprs._extern_name(node.func) is not None:
+            if self.exprs.extern_name(node.func) is not None:
                 self.ctx.type_error(node, f"extern {text} computes a value; it is not a statement")
             if isinstance(node.func, ast.Name | ast.Attribute):
                 self.ctx.type_error(node.func, f"'{text}' is not a proc in scope")

@@ -21,6 +21,10 @@ from cursched.ir.nodes import ProcDef
 from cursched.ir.symbols import Sym
 from cursched.ir.types import Type
 
+#: Names the language uses as syntax: no variable may take them (the printer could not print
+#: such a variable under its own name).
+RESERVED = frozenset({"seq", "par", "stride", "scope", "inf", "instr"})
+
 MemClass: TypeAlias = type[Memory]
 VarKind: TypeAlias = Literal["arg", "alloc", "loop", "window"]
 
@@ -86,6 +90,8 @@ class Ctx:
         A name may shadow one of an enclosing block but not one of the same block: two
         allocations of ``t`` side by side would make every later ``t`` ambiguous.
         """
+        if name in RESERVED:
+            self.type_error(node, f"'{name}' is a word of the language; choose another name")
         if name in self.blocks[-1]:
             self.type_error(node, f"'{name}' is already defined in this block")
         self.blocks[-1][name] = var

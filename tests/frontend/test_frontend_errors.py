@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+import cursched.externs
 from cursched.errors import BoundsError, ParseError, TypeCheckError
 from cursched.frontend import parse_source
 from cursched.ir.memory import DRAM, Memory
@@ -32,7 +33,14 @@ def _lib() -> dict[str, ProcDef]:
     return {name: parse_source(t, {}) for name, t in texts.items()}
 
 
-ENV: dict[str, object] = {"N": 8, "F": 1.5, "MyMem": MyMem, "DRAM": DRAM, **_lib()}
+ENV: dict[str, object] = {
+    "N": 8,
+    "F": 1.5,
+    "MyMem": MyMem,
+    "DRAM": DRAM,
+    "E": cursched.externs.relu,
+    **_lib(),
+}
 
 HEADER = (
     "def f(n: size, k: index, b: bool, x: f32, A: f32[n, 16] @ DRAM, B: f32[16] @ DRAM, "
@@ -49,6 +57,22 @@ CASES: list[tuple[str, str, type[Exception], str]] = [
     ("unknown type", "def f(x: g32[4]):\n    pass", TypeCheckError, "g32"),
     ("unknown memory", "def f(x: f32[4] @ NOPE):\n    pass", TypeCheckError, "NOPE"),
     ("not a memory", "def f(x: f32[4] @ N):\n    pass", TypeCheckError, "@ ^N"),
+    ("reserved param", "def f(seq: size):\n    pass", TypeCheckError, "seq"),
+    ("reserved loop var", "for stride in seq(0, n):\n        pass", TypeCheckError, "stride in"),
+    ("reserved alloc", "inf: f32", TypeCheckError, "inf"),
+    (
+        "param named like memory",
+        "def f(DRAM: size, A: f32[4] @ DRAM):\n    pass",
+        TypeCheckError,
+        "DRAM: size",
+    ),
+    (
+        "param named like extern",
+        "def f(relu: size, x: f32):\n    x = E(x)",
+        TypeCheckError,
+        "relu: size",
+    ),
+    ("param named like callee", "def f(g4: size, B: f32[4]):\n    g4(B)", TypeCheckError, "g4(B)"),
     ("duplicate param", "def f(n: size, n: index):\n    pass", TypeCheckError, "n: index"),
     ("size after tensor", "def f(x: f32[m], m: size):\n    pass", TypeCheckError, "[^m]"),
     ("undefined size", "def f(x: f32[m]):\n    pass", TypeCheckError, "[^m]"),
