@@ -138,9 +138,10 @@ class ExprCompiler:
     # -- element access ------------------------------------------------------------------
     def index(self, idx: tuple[Expr, ...]) -> Fn:
         """A closure computing an index: an int for rank 1, else a tuple of ints."""
-        plain = all(isinstance(i, Read) and not i.idx for i in idx)
-        if plain:  # itemgetter runs in C: the common case ``A[i, j]`` costs no Python call
-            return operator.itemgetter(*(self.slot(i.sym) for i in idx))  # type: ignore[union-attr]
+        plain = [self.slot(i.sym) for i in idx if isinstance(i, Read) and not i.idx]
+        if len(plain) == len(idx):
+            # itemgetter runs in C: the common case ``A[i, j]`` costs no Python call
+            return operator.itemgetter(*plain)
         fs = tuple(self.ctrl(i) for i in idx)
         if len(fs) == 1:
             return fs[0]
@@ -152,8 +153,11 @@ class ExprCompiler:
     def access(
         self, sym: Sym, idx: tuple[Expr, ...], kind: str, loc: SrcInfo | None
     ) -> tuple[int, Fn, Fn]:
-        """(slot, index closure, checker) for ``sym[idx]``; the checker raises on a negative
-        index (numpy would wrap it) and is called with the frame before the access.
+        """(slot, index closure, error builder) for an access ``sym[idx]``.
+
+        The caller checks for a negative index (numpy would wrap it) and catches numpy's
+        ``IndexError`` for a too-large one; either way it raises what the error builder makes
+        of the frame: the access, its index values and the buffer's shape.
         """
         s, ix = self.slot(sym), self.index(idx)
         text = f"{sym.name}[{', '.join(fmt_expr(i) for i in idx)}]"
