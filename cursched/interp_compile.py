@@ -113,6 +113,7 @@ class Compiler(ExprCompiler):
         self.callee = callee
 
     def compile(self) -> CompiledProc:
+        """Compile the whole proc: shapes, asserts, body."""
         pd = self.pd
         shapes = tuple(
             tuple(self.ctrl(s) for s in a.type.shape) if isinstance(a.type, TensorType) else ()
@@ -130,6 +131,9 @@ class Compiler(ExprCompiler):
         )
 
     def written_params(self) -> frozenset[int]:
+        """Indices of the parameters the body may write: directly, through a window (its
+        root buffer), or by passing them to a callee that writes the matching parameter.
+        """
         root: dict[Sym, Sym] = {}
         out: set[Sym] = set()
         for s in walk_stmts(self.pd.body):
@@ -149,6 +153,7 @@ class Compiler(ExprCompiler):
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...]) -> StmtFn:
+        """One closure running the statements of ``body`` in order."""
         fs = [self.stmt(s) for s in body if not isinstance(s, Pass)]
         if not fs:
             return lambda frame: None
@@ -171,6 +176,7 @@ class Compiler(ExprCompiler):
         return many
 
     def stmt(self, s: Stmt) -> StmtFn:
+        """The closure running statement ``s``."""
         match s:
             case Assign() | Reduce():
                 return self._store(s)

@@ -84,6 +84,7 @@ class ExprCompiler:
         return f"in proc {self.pd.name}" + (f" ({loc})" if loc is not None else "")
 
     def slot(self, sym: Sym) -> int:
+        """The frame slot of ``sym`` (a new one on first sight)."""
         if sym not in self.slots:
             self.slots[sym] = len(self.slots)
         return self.slots[sym]
