@@ -1,0 +1,138 @@
+"""Coverage checks for the buffer primitives: does one write fill a whole region?
+
+``stage_mem`` may leave out its load stage only when the staged block overwrites every element
+of the window before the store stage copies it back (otherwise the store would write garbage
+over memory the block never touched: Exo issue 527 / 318). ``sink_alloc`` needs the same
+question per loop iteration: every read of the buffer must see a value written earlier in the
+same iteration.
+
+A *region* is one entry per dimension: ``(lo, hi)`` for the half-open range ``lo <= i < hi``
+or ``(pt, None)`` for the single index ``pt``. The question "is every element of the region
+written by this access?" has a quantifier alternation (for every element there is an
+iteration), which we do not hand to the solver: instead an access covers a region when its
+index in each ranged dimension is ``base + v`` for a loop variable ``v`` of its own (used in
+no other dimension, its bounds and ``base`` free of the access's loop variables), so that the
+set of indices it writes is the box ``[base + v.lo, base + v.hi)``; the containment of the
+region in that box is then a quantifier-free question. This is sufficient, not necessary: a
+write it cannot see through makes the check fail, never pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+from cursched.analysis import affine as af
+from cursched.analysis import smt
+from cursched.analysis.checks import SafetyError
+from cursched.analysis.effects import Access
+from cursched.ir.symbols import Sym
+
+Region: TypeAlias = tuple[tuple[af.Aff, af.Aff | None], ...]
+
+
+class NotCoveredError(SafetyError):
+    """A region is not provably overwritten by the writes of a block."""
+
+
+def _loop_syms(a: Access) -> set[Sym]:
+    return {lp.iter for lp in a.loops}
+
+
+def _free(x: af.Aff, syms: set[Sym]) -> bool:
+    return not (x.syms() & syms)
+
+
+def _loop_range(a: Access, v: Sym) -> tuple[af.Aff, af.Aff] | None:
+    for lp in a.loops:
+        if lp.iter is v:
+            lo, hi = af.to_aff(lp.lo), af.to_aff(lp.hi)
+            if lo is None or hi is None:
+                return None
+            return lo, hi
+    return None
+
+
+def region_of(a: Access) -> Region | None:
+    """The box of indices ``a`` touches as its own loops range (None: not a box we can see).
+
+    The box over-approximates nothing: each ranged dimension is exactly ``base + v`` with
+    ``v``'s range, each other dimension is free of the access's loop variables.
+    """
+    mine = _loop_syms(a)
+    out: list[tuple[af.Aff, af.Aff | None]] = []
+    used: set[Sym] = set()
+    for i in a.idx:
+        x = af.to_aff(i)
+        if x is None:
+            return None
+        vs = [v for v in x.syms() & mine]
+        if not vs:
+            out.append((x, None))
+            continue
+        if len(vs) != 1 or vs[0] in used or x.coeff(vs[0]) != 1:
+            return None
+        v = vs[0]
+        used.add(v)
+        base = x - af.Aff.var(v)
+        rng = _loop_range(a, v)
+        if rng is None or not _free(base, mine):
+            return None
+        lo, hi = rng
+        if not (_free(lo, mine) and _free(hi, mine)):
+            return None
+        out.append((base + lo, base + hi))
+    return tuple(out)
+
+
+def cover_goal(a: Access, region: Region) -> af.Prop | None:
+    """A quantifier-free fact that implies "``a`` writes every element of ``region``"
+    (None when ``a`` is not of the shape this module can reason about)."""
+    if a.conds or a.kind == "read":
+        return None
+    box = region_of(a)
+    if box is None or len(box) != len(region):
+        return None
+    goals: list[af.Prop] = []
+    for (blo, bhi), (rlo, rhi) in zip(box, region, strict=True):
+        if rhi is None:
+            if bhi is None:
+                goals.append(af.Eq(blo - rlo))
+            else:
+                goals.append(af.And((af.le(blo, rlo), af.lt(rlo, bhi))))
+        elif bhi is None:
+            # a single index covers a range only when the range has at most that element
+            one = af.And((af.Eq(blo - rlo), af.le(rhi, rlo + 1)))
+            goals.append(af.Or((af.le(rhi, rlo), one)))
+        else:
+            goals.append(af.Or((af.le(rhi, rlo), af.And((af.le(blo, rlo), af.le(rhi, bhi))))))
+    # a loop whose variable no index uses must still run at least once
+    for lp in a.loops:
+        if not any(lp.iter is v for v in _used_loop_vars(a)):
+            lo, hi = af.to_aff(lp.lo), af.to_aff(lp.hi)
+            mine = _loop_syms(a)
+            if lo is None or hi is None or not (_free(lo, mine) and _free(hi, mine)):
+                return None
+            goals.append(af.lt(lo, hi))
+    return af.And(tuple(goals))
+
+
+def _used_loop_vars(a: Access) -> set[Sym]:
+    out: set[Sym] = set()
+    for i in a.idx:
+        x = af.to_aff(i)
+        if x is not None:
+            out |= x.syms()
+    return out & _loop_syms(a)
+
+
+def covered(writes: Sequence[Access], region: Region, context: Sequence[af.Prop]) -> bool:
+    """Whether one of ``writes`` provably writes every element of ``region``."""
+    for a in writes:
+        goal = cover_goal(a, region)
+        if goal is not None and smt.valid(goal, context).ok:
+            return True
+    return False
+
+
+__all__ = ["NotCoveredError", "Region", "cover_goal", "covered", "region_of"]

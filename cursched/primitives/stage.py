@@ -1,0 +1,427 @@
+"""``stage_mem``: copy a window of a buffer into a new buffer around a block.
+
+Registered with ``@primitive`` (``cursched.primitives.registry``). The coverage question that
+decides whether the load stage may be left out lives in ``cursched.analysis.checks_buffers``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from cursched.analysis import affine as af
+from cursched.analysis.checks import NotBoundedError, OutsideWindowError, check_in_window, check_le
+from cursched.analysis.checks_buffers import Region, covered
+from cursched.analysis.context import context_of
+from cursched.analysis.effects import block_effects, windows_view
+from cursched.cursors import AllocCursor, BlockCursor, BlockLoc, Editor, NodeLoc, NoLoc, StmtCursor
+from cursched.cursors.edits import Rewrite
+from cursched.cursors.kinds import Cursor
+from cursched.cursors.tree import stmt_list
+from cursched.errors import SchedulingError
+from cursched.ir.memory import DRAM, Memory
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    Const,
+    Expr,
+    For,
+    Interval,
+    Node,
+    Point,
+    Read,
+    Reduce,
+    Stmt,
+    StrideExpr,
+    WAccess,
+    WindowExpr,
+)
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import walk_exprs
+from cursched.ir.types import INDEX, DataType, TensorType
+from cursched.primitives.buffer_common import (
+    UseNode,
+    fresh_name,
+    minus,
+    rebuild,
+    simplified,
+    used_names,
+)
+from cursched.primitives.loop_common import (
+    BadIndexExpressionError,
+    index_expr,
+    int_const,
+    safety,
+    same_pairs,
+)
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.proc import Proc
+
+NAME = "stage_mem"
+
+
+class StageWindowError(SchedulingError):
+    """stage_mem, precondition 1: the window is not ``name[coord, ...]`` over a tensor visible
+    at the block, one coordinate (``lo:hi`` or an index) per dimension."""
+
+
+class StageNameError(SchedulingError):
+    """stage_mem, precondition 2: the new buffer's name is not a fresh identifier."""
+
+
+class StageMemoryError(SchedulingError):
+    """stage_mem, precondition 3: ``memory`` is not a ``Memory`` class."""
+
+
+class StageAliasError(SchedulingError):
+    """stage_mem, precondition 4: the block reaches the buffer other than by direct indexing
+    (a window of it made before the block, the whole buffer passed to a call, ``stride``)."""
+
+
+class StageNoAccessError(SchedulingError):
+    """stage_mem, precondition 5: the block does not access the buffer at all."""
+
+
+class StageOutsideWindowError(SchedulingError):
+    """stage_mem, precondition 6: an access of the block leaves the window."""
+
+
+class StageWindowBoundsError(SchedulingError):
+    """stage_mem, precondition 7: the window is empty-negative or leaves the buffer's bounds."""
+
+
+class StageAccumError(SchedulingError):
+    """stage_mem, precondition 8: ``accum=True`` but the block reads or overwrites the buffer
+    (it must only reduce into it)."""
+
+
+class StagePartialWriteError(SchedulingError):
+    """stage_mem, precondition 9: the block writes the window without reading it, but does not
+    provably write all of it: copying the window back would clobber the elements it did not
+    write (Exo issue 527)."""
+
+
+@prim_cursors
+class StageMemCursors(PrimCursors):
+    """What ``stage_mem`` returns.
+
+    Attributes:
+        alloc: the new buffer's allocation.
+        load: the load loop nest (or statement), or an invalid cursor when the block does not
+            read the buffer; with ``accum=True`` the zero-initialising nest.
+        block: the staged block (the input block's cursors forward here).
+        store: the store loop nest (or statement), or an invalid cursor when the block does not
+            write the buffer; with ``accum=True`` the nest adding the buffer back.
+    """
+
+    alloc: AllocCursor
+    load: StmtCursor | Cursor
+    block: BlockCursor
+    store: StmtCursor | Cursor
+
+
+def _parse_window(text: str) -> tuple[str, list[ast.expr | ast.Slice]] | None:
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(tree, ast.Subscript) or not isinstance(tree.value, ast.Name):
+        return None
+    sl = tree.slice
+    coords = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+    return tree.value.id, coords
+
+
+def _buffer(proc: Proc, path: Any, name: str) -> tuple[Sym, TensorType, type[Memory]] | None:
+    ctx = context_of(proc.ir(), path)
+    for sym, a in ctx.allocs.items():
+        if sym.name == name and isinstance(a.type, TensorType):
+            found: tuple[Sym, TensorType, type[Memory]] | None = (sym, a.type, a.mem)
+            return found
+    for arg in proc.ir().args:
+        if arg.sym.name == name and isinstance(arg.type, TensorType):
+            return arg.sym, arg.type, arg.mem or DRAM
+    return None
+
+
+@primitive
+def stage_mem(
+    proc: Proc,
+    block: BlockCursor,
+    window: str,
+    name: str,
+    accum: bool = False,
+    memory: type[Memory] | None = None,
+    unsafe_skip_checks: bool = False,
+) -> Rewrite[StageMemCursors]:
+    """Stage a window of a buffer in a new buffer around a block.
+
+    Args:
+        proc: the proc to rewrite.
+        block: the statements to stage around (a cursor or pattern).
+        window: ``"A[lo:hi, pt, ...]"``: the buffer (a parameter or an allocation visible at
+            the block) and one coordinate per dimension, in the sizes and enclosing loop
+            variables (``lo:`` and ``:hi`` default to the dimension's ends).
+        name: the new buffer's name.
+        accum: stage a reduction: zero-initialise the new buffer, reduce into it, then add it
+            back (``A[...] += name[...]``).
+        memory: the new buffer's memory (default ``DRAM``).
+        unsafe_skip_checks: skip the proofs of preconditions 6, 7 and 9.
+
+    Returns:
+        The new proc and ``StageMemCursors``:
+        ``alloc``: the new allocation; ``load``: the load (or zero) nest, or invalid;
+        ``block``: the staged block; ``store``: the store (or add-back) nest, or invalid.
+
+    Preconditions:
+        1. ``window`` names a tensor visible at the block, with one affine coordinate per
+           dimension (``StageWindowError``).
+        2. ``name`` is an identifier no symbol of the proc has (``StageNameError``).
+        3. ``memory`` is a ``Memory`` class (``StageMemoryError``).
+        4. the block uses the buffer only by indexing it or taking windows of it
+           (``StageAliasError``: no earlier window aliasing it, no whole-buffer call argument,
+           no ``stride``).
+        5. the block accesses the buffer (``StageNoAccessError``).
+        6. every access of the block to the buffer lies inside the window, proven
+           (``StageOutsideWindowError``, with a counterexample).
+        7. the window is inside the buffer's bounds (``StageWindowBoundsError``, with a
+           counterexample).
+        8. with ``accum=True``, the block only reduces into the buffer (``StageAccumError``).
+        9. a block that writes the buffer without reading it provably writes the whole window,
+           since the store copies all of it back (``StagePartialWriteError``).
+
+    Forwards/Kills:
+        ``block`` forwards to ``block``; its statements keep their identity. Rewritten accesses
+        of the buffer die (hint: "restaged by stage_mem").
+
+    Example:
+        ``stage_mem(p, "for ii in _: _", "A[4 * io:4 * io + 4]", "tile")``::
+
+            for io in seq(0, n / 4):           ->    for io in seq(0, n / 4):
+                for ii in seq(0, 4):                     tile: i8[4] @ DRAM
+                    A[4 * io + ii] += 2                  for i0 in seq(0, 4):
+                                                             tile[i0] = A[i0 + 4 * io]
+                                                         for ii in seq(0, 4):
+                                                             tile[ii] += 2
+                                                         for i0 in seq(0, 4):
+                                                             A[i0 + 4 * io] = tile[i0]
+    """
+    ir = proc.ir()
+    loc = block.block()
+    first = loc.stmt_paths()[0]
+    stmts = stmt_list(ir, loc.parent, loc.attr)[loc.lo : loc.hi]
+
+    # 1. the window
+    parsed = _parse_window(window) if isinstance(window, str) else None
+    found = None if parsed is None else _buffer(proc, first, parsed[0])
+    if parsed is None or found is None or len(parsed[1]) != found[1].rank():
+        msg = f"window {window!r} is not `name[coord, ...]` over a tensor visible at the block"
+        if found is not None and parsed is not None:
+            msg += f" with {found[1].rank()} coordinates"
+        raise fail(StageWindowError, NAME, msg, block)
+    buf, btype, _ = found
+    coords: list[WAccess] = []
+    for d, c in enumerate(parsed[1]):
+        try:
+            if isinstance(c, ast.Slice):
+                lo = (
+                    index_expr(ir, first, ast.unparse(c.lower), NAME, block, "window start")
+                    if c.lower
+                    else int_const(0)
+                )
+                hi = (
+                    index_expr(ir, first, ast.unparse(c.upper), NAME, block, "window end")
+                    if c.upper
+                    else btype.shape[d]
+                )
+                coords.append(Interval(lo, hi))
+            else:
+                coords.append(
+                    Point(index_expr(ir, first, ast.unparse(c), NAME, block, "window index"))
+                )
+        except BadIndexExpressionError as e:
+            raise fail(
+                StageWindowError, NAME, str(e).splitlines()[0].removeprefix(f"{NAME}: "), block
+            ) from e
+    ctx = context_of(ir, first)
+    ranges = ctx.ranges()
+    extents = tuple(
+        simplified(af.to_aff(w.hi) - af.to_aff(w.lo), ranges)  # type: ignore[operator]
+        for w in coords
+        if isinstance(w, Interval)
+    )
+    wtype = TensorType(btype.elem, extents)
+    wexpr = WindowExpr(buf, tuple(coords), wtype)
+
+    # 2, 3. name and memory
+    taken = used_names(ir)
+    if not (isinstance(name, str) and name.isidentifier()) or name in taken:
+        raise fail(StageNameError, NAME, f"{name!r} is not a fresh identifier", block)
+    mem = DRAM if memory is None else memory
+    if not (isinstance(mem, type) and issubclass(mem, Memory)):
+        raise fail(StageMemoryError, NAME, f"memory must be a Memory class, got {memory!r}", block)
+
+    # 4. direct uses only
+    aliases = {s for s, v in windows_view(ctx.windows).items() if v.base is buf}
+    for x in walk_exprs(stmts):
+        bad = (
+            (isinstance(x, Read | WindowExpr) and x.sym in aliases)
+            or (isinstance(x, StrideExpr) and x.sym is buf)
+            or (isinstance(x, Read) and x.sym is buf and isinstance(x.type, TensorType))
+        )
+        if bad:
+            raise fail(
+                StageAliasError,
+                NAME,
+                f"the block reaches {buf.name} through `{_text(x)}`, which staging cannot rewrite",
+                block,
+            )
+
+    # 5. what the block does to the buffer
+    effects = [a for a in block_effects(stmts, ctx.windows) if a.buf is buf]
+    if not effects:
+        raise fail(StageNoAccessError, NAME, f"the block does not access {buf.name}", block)
+    kinds = {a.kind for a in effects}
+    if accum and kinds != {"reduce"}:
+        raise fail(
+            StageAccumError,
+            NAME,
+            f"accum=True needs a block that only reduces into {buf.name}; it also "
+            + " and ".join(sorted(k + "s" for k in kinds - {"reduce"})),
+            block,
+        )
+    load = not accum and bool(kinds & {"read", "reduce"})
+    store = bool(kinds & {"write", "reduce"})
+
+    if not unsafe_skip_checks:
+        # 6. inside the window
+        try:
+            check_in_window(ir, loc.stmt_paths(), buf, wexpr, primitive=NAME)
+        except OutsideWindowError as e:
+            raise safety(StageOutsideWindowError, NAME, e, block) from e
+        # 7. window in bounds
+        try:
+            for w, n in zip(coords, btype.shape, strict=True):
+                if isinstance(w, Interval):
+                    check_le(ir, first, int_const(0), w.lo, primitive=NAME)
+                    check_le(ir, first, w.lo, w.hi, primitive=NAME)
+                    check_le(ir, first, w.hi, n, primitive=NAME)
+                else:
+                    check_le(ir, first, int_const(0), w.pt, primitive=NAME)
+                    check_le(ir, first, w.pt, n, strict=True, primitive=NAME)
+        except NotBoundedError as e:
+            raise safety(StageWindowBoundsError, NAME, e, block) from e
+        # 9. a write-only block must fill the window
+        if store and not load and not accum:
+            region: Region = tuple(
+                (af.to_aff(w.lo), af.to_aff(w.hi))  # type: ignore[misc]
+                if isinstance(w, Interval)
+                else (af.to_aff(w.pt), None)
+                for w in coords
+            )
+            writes = [a for a in effects if a.kind == "write"]
+            if not covered(writes, region, ctx.props()):
+                raise fail(
+                    StagePartialWriteError,
+                    NAME,
+                    f"the block writes {buf.name} without reading it but does not provably "
+                    f"write all of {_text(wexpr)}; the store would overwrite the rest with "
+                    "garbage (stage a smaller window, or one the block writes entirely)",
+                    block,
+                )
+
+    # the rewrite
+    tile = Sym(name)
+    keep = [k for k, w in enumerate(coords) if isinstance(w, Interval)]
+
+    def local_idx(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return tuple(minus(idx[k], coords[k].lo) for k in keep)  # type: ignore[union-attr]
+
+    def fix(old: UseNode, new: UseNode) -> Node:
+        match new:
+            case Read():
+                return new.replace(sym=tile, idx=local_idx(new.idx))
+            case Assign() | Reduce():
+                return new.replace(sym=tile, idx=local_idx(new.idx))
+            case WindowExpr():
+                out: list[WAccess] = []
+                for k in keep:
+                    c = new.idx[k]
+                    off = coords[k].lo  # type: ignore[union-attr]
+                    if isinstance(c, Point):
+                        out.append(Point(minus(c.pt, off)))
+                    else:
+                        out.append(Interval(minus(c.lo, off), minus(c.hi, off)))
+                return new.replace(sym=tile, idx=tuple(out))
+            case _:
+                return new
+
+    staged = rebuild(stmts, buf, fix)
+    names = used_names(ir) | {name}
+    iters = [Sym(fresh_name(names, "i")) for _ in keep]
+    elem: DataType = btype.elem
+    alloc = Alloc(tile, TensorType(elem, extents) if keep else elem, mem)
+
+    def nest(make: Any) -> Stmt:
+        big = list(coords)
+        small: list[Expr] = []
+        for k, it in zip(keep, iters, strict=True):
+            w = coords[k]
+            assert isinstance(w, Interval)
+            v = Read(it, (), INDEX)
+            big[k] = Point(simplified(af.Aff.var(it) + af.to_aff(w.lo)))  # type: ignore[operator]
+            small.append(v)
+        bidx = tuple(c.pt for c in big if isinstance(c, Point))
+        body: Stmt = make(bidx, tuple(small))
+        for k, it in reversed(list(zip(keep, iters, strict=True))):
+            body = For(it, int_const(0), extents[keep.index(k)], (body,))
+        return body
+
+    zero = Const(0.0 if elem.is_float() else 0, elem)
+    new: list[Stmt] = [alloc]
+    if load:
+        new.append(nest(lambda b, s: Assign(tile, s, Read(buf, b, elem))))
+    elif accum:
+        new.append(nest(lambda b, s: Assign(tile, s, zero)))
+    new.extend(staged)
+    if store:
+        if accum:
+            new.append(nest(lambda b, s: Reduce(buf, b, Read(tile, s, elem))))
+        else:
+            new.append(nest(lambda b, s: Assign(buf, b, Read(tile, s, elem))))
+    ed = Editor(ir)
+    out = ed.replace(loc, new, same=same_pairs(stmts, staged), hint="restaged by stage_mem")
+    paths = out.stmt_paths()
+    k0 = 2 if (load or accum) else 1
+    return ed.done(
+        StageMemCursors,
+        alloc=NodeLoc(paths[0]),
+        load=NodeLoc(paths[1])
+        if (load or accum)
+        else NoLoc("no load: the block does not read the buffer"),
+        block=BlockLoc(out.parent, out.attr, out.lo + k0, out.lo + k0 + len(staged)),
+        store=NodeLoc(paths[-1])
+        if store
+        else NoLoc("no store: the block does not write the buffer"),
+    )
+
+
+def _text(e: Expr) -> str:
+    from cursched.ir.printer import print_expr
+
+    return print_expr(e)
+
+
+__all__ = [
+    "StageAccumError",
+    "StageAliasError",
+    "StageMemCursors",
+    "StageMemoryError",
+    "StageNameError",
+    "StageNoAccessError",
+    "StageOutsideWindowError",
+    "StagePartialWriteError",
+    "StageWindowBoundsError",
+    "StageWindowError",
+    "stage_mem",
+]
