@@ -10,7 +10,21 @@ import numpy as np
 import pytest
 from corpus import CASES, Case, copy_inputs
 
-from cursched import DRAM, CodegenError, instr, proc
+from cursched import DRAM, BuildError, CodegenError, instr, proc
+from cursched.codegen.c.sanitize import asan_runtime
+
+
+def _no_asan() -> str | None:
+    try:
+        asan_runtime()
+    except BuildError as e:
+        return str(e)
+    return None
+
+
+pytestmark = pytest.mark.skipif(
+    _no_asan() is not None, reason=f"no AddressSanitizer runtime: {_no_asan()}"
+)
 
 SANITIZED = [
     "sgemm_tiled",
