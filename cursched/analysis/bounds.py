@@ -42,7 +42,7 @@ from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import map_expr_children, stmt_exprs, subst_expr, walk_expr
-from cursched.ir.types import INDEX, INT, ControlType, TensorType
+from cursched.ir.types import INDEX, INT, SIZE, ControlType, TensorType
 
 
 def check_bounds(p: ProcDef) -> ProcDef:
@@ -154,6 +154,8 @@ class _Checker:
         for param, arg in zip(callee.args, s.args, strict=True):
             if isinstance(param.type, ControlType):
                 env[param.sym] = arg
+                if param.type == SIZE:  # the callee assumes its sizes positive
+                    self.prove_positive(arg, param.sym.name, callee.name, s, ctx)
                 continue
             if not isinstance(param.type, TensorType):
                 continue  # a data scalar: an element access, checked as a read
@@ -175,6 +177,13 @@ class _Checker:
             if goal_p is None:
                 raise BoundsError(f"cannot prove {text}", s.srcinfo)
             self.prove(goal_p, partial(str, text), s, ctx, s.srcinfo)
+
+    def prove_positive(self, arg: Expr, name: str, callee: str, s: Call, ctx: PathContext) -> None:
+        a = af.to_aff(arg)
+        text = f"size {name} of {callee} is {print_expr(arg)}, which must be positive"
+        if a is None:
+            raise BoundsError(f"cannot prove {text}", s.srcinfo)
+        self.prove(af.Ge(a - 1), partial(str, text), s, ctx, s.srcinfo)
 
     def arg_shape(self, arg: Expr, ctx: PathContext) -> tuple[Expr, ...] | None:
         match arg:

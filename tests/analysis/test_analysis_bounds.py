@@ -129,6 +129,15 @@ def test_call_callee_assert_not_implied() -> None:
     assert "counterexample: n = 1" in str(info.value)
 
 
+def test_call_size_must_be_positive() -> None:
+    with pytest.raises(BoundsError, match="size n of fill is m - 2, which must be positive"):
+
+        @proc
+        def caller(m: size, A: f32[m] @ DRAM):
+            assert m >= 2
+            fill(m - 2, A[0 : m - 2])
+
+
 def test_call_ok_under_assert() -> None:
     @proc
     def caller(n: size, A: f32[n, n] @ DRAM):

@@ -68,12 +68,17 @@ def test_call_preconditions() -> None:
         cd.check_call_preconditions(bare, (("body", 0),), primitive="replace")
     assert info.value.counterexample is not None
     assert info.value.counterexample[p.args[0].sym] % 4 != 0
-    # a call whose argument is one element short
+    # a call whose window is shorter than the size it passes
     call = p.body[0]
     assert isinstance(call, Call)
     n_read = Read(p.args[0].sym, (), INDEX)
-    shorter = call.replace(args=(BinOp("-", n_read, Const(4, INT), INDEX), call.args[1]))
+    longer = call.replace(args=(BinOp("+", n_read, Const(4, INT), INDEX), call.args[1]))
     with pytest.raises(cd.CallPreconditionError, match="shape of argument dst"):
+        cd.check_call_preconditions(p.replace(body=(longer,)), (("body", 0),))
+    # a size that may be zero
+    shorter = call.replace(args=(BinOp("-", n_read, Const(4, INT), INDEX), call.args[1]))
+    with pytest.raises(cd.CallPreconditionError, match="must be positive") as info:
         cd.check_call_preconditions(p.replace(body=(shorter,)), (("body", 0),))
+    assert info.value.counterexample == {p.args[0].sym: 4}
     with pytest.raises(cd.CallPreconditionError, match="not a call"):
         cd.check_call_preconditions(loops.ir(), (("body", 0),))
