@@ -8,9 +8,11 @@ semantics follow Exo 1.0's primitives of the same names.
 from __future__ import annotations
 
 import keyword
+from collections.abc import Mapping
 from typing import Any
 
 from cursched.analysis import affine as af
+from cursched.analysis.affine_tidy import tidy_expr
 from cursched.analysis.checks import NotBoundedError, ParallelError, check_le, check_parallel
 from cursched.analysis.checks_loops import NotIdempotentError, check_idempotent
 from cursched.analysis.context import context_of
@@ -24,6 +26,7 @@ from cursched.ir.nodes import (
     Alloc,
     Assign,
     BinOp,
+    Expr,
     For,
     If,
     LoopMode,
@@ -35,7 +38,7 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import free_syms_expr, walk_exprs, walk_stmts
+from cursched.ir.traversal import free_syms_expr, map_stmt_children, walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX
 from cursched.primitives.loop_common import (
     aff,
@@ -69,6 +72,19 @@ def escaping_names(ir: ProcDef, block: BlockLoc) -> set[Sym]:
     used = {sym for e in walk_exprs(rest) for sym in free_syms_expr(e)}
     used |= {s.sym for s in walk_stmts(rest) if isinstance(s, Assign | Reduce)}
     return declared & used
+
+
+def _tidy_uses(s: Stmt, sym: Sym, ranges: Mapping[Sym, af.Bound]) -> Stmt:
+    """``s`` with each expression that uses ``sym`` tidied (``4 * (k / 4) + k % 4`` is
+    ``k``); other expressions keep their text and identity."""
+
+    def fe(e: Expr) -> Expr:
+        return tidy_expr(e, ranges) if sym in free_syms_expr(e) else e
+
+    def fs(x: Stmt) -> Stmt:
+        return map_stmt_children(x, fs, fe)
+
+    return fs(s)
 
 
 def _body_paths(loop: ForCursor) -> tuple[tuple[tuple[str, int], ...], ...]:
@@ -227,7 +243,7 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
         outer.iter: expr_of(af.div(kv, c.const)),
         inner.iter: expr_of(af.mod(kv, c.const)),
     }
-    body = tuple(subst_simplify(s, env, ranges) for s in inner.body)
+    body = tuple(_tidy_uses(subst_simplify(s, env, ranges), k, ranges) for s in inner.body)
     mode: LoopMode = "par" if outer.mode == inner.mode == "par" else "seq"
     merged = For(k, int_const(0), expr_of(hi), body, mode)
     ed = Editor(ir)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import assert_never
 
 from cursched.analysis import affine as af
+from cursched.analysis.affine_tidy import tidy_expr
 from cursched.analysis.checks_loops import decide_in
 from cursched.analysis.context import PathContext, proc_context
 from cursched.cursors import BlockLoc, Editor, NodeLoc
@@ -19,7 +20,6 @@ from cursched.cursors.stmts import StmtCursor
 from cursched.ir.nodes import (
     Alloc,
     Assign,
-    BinOp,
     Call,
     Const,
     Expr,
@@ -34,8 +34,8 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.paths import Path
-from cursched.ir.traversal import map_expr_children, map_type, stmt_blocks, stmt_exprs
-from cursched.ir.types import BOOL, DataType, TensorType
+from cursched.ir.traversal import map_type, stmt_blocks, stmt_exprs
+from cursched.ir.types import DataType, TensorType
 from cursched.primitives.registry import PrimCursors, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -52,17 +52,6 @@ class SimplifyCursors(PrimCursors):
     changed: tuple[StmtCursor, ...]
 
 
-def _fold_bool(e: Expr) -> Expr:
-    """``and``/``or`` with a constant operand folded (``True and c`` is ``c``)."""
-    e = map_expr_children(e, _fold_bool)
-    if isinstance(e, BinOp) and e.op in ("and", "or"):
-        for a, b in ((e.lhs, e.rhs), (e.rhs, e.lhs)):
-            if isinstance(a, Const) and a.type == BOOL:
-                absorbing = e.op == "or"
-                return Const(absorbing, BOOL) if bool(a.value) == absorbing else b
-    return e
-
-
 class _Simplifier:
     """Rebuilds a proc body; remembers (old, new) statement pairs and the changed ones."""
 
@@ -71,8 +60,7 @@ class _Simplifier:
         self.changed: set[int] = set()
 
     def expr(self, e: Expr, ctx: PathContext) -> Expr:
-        new = _fold_bool(af.simplify_expr(e, ctx))
-        return e if new == e else new  # keep the old node (and its identity) when equal
+        return tidy_expr(e, ctx.ranges())  # the same node (identity kept) when unchanged
 
     def block(self, stmts: tuple[Stmt, ...], ctx: PathContext) -> tuple[Stmt, ...]:
         out: list[Stmt] = []
