@@ -9,6 +9,7 @@ to the same node because the script rebuilds the same versions.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from cursched.cursors.kinds import Cursor, Tombstone
@@ -42,6 +43,7 @@ class _Script:
 
     def __init__(self, reserved: set[str]) -> None:
         self.reserved = reserved
+        self.procs: set[str] = set()
         self.lines: list[str] = []
         # variable -> (version whose step bound it, location it holds)
         self.vars: dict[str, tuple[int, Any]] = {}
@@ -49,11 +51,17 @@ class _Script:
     def value(self, raw: Any, forwarded: Any) -> str:
         if isinstance(raw, Cursor):
             return self.cursor(raw, forwarded)
+        if isinstance(raw, tuple) and raw and all(isinstance(r, Cursor) for r in raw):
+            versions = {r.proc().version for r in raw}
+            if len(versions) == 1:
+                whole = self.held(versions.pop(), tuple(r.loc for r in raw))
+                if whole is not None:
+                    return whole
         if isinstance(raw, tuple | list):
             items = [self.value(r, f) for r, f in zip(raw, forwarded, strict=True)]
             inner = ", ".join(items) + ("," if len(items) == 1 and isinstance(raw, tuple) else "")
             return f"({inner})" if isinstance(raw, tuple) else f"[{inner}]"
-        return literal(raw)
+        return literal(raw, self.procs)
 
     def cursor(self, raw: Cursor, forwarded: Any) -> str:
         held = self.held(raw.proc().version, raw.loc)
@@ -94,16 +102,25 @@ class _Script:
         return f"{field}_" if field in self.reserved else field
 
 
-def literal(v: Any) -> str:
-    """Python text for a plain argument value (numbers, strings, memories, types, procs)."""
+def literal(v: Any, procs: set[str] | None = None) -> str:
+    """Python text for a plain argument value (numbers, strings, memories, types, procs).
+
+    Args:
+        v: the value.
+        procs: collects the names of the procs mentioned (the script expects them in scope).
+    """
     from cursched.proc import Proc
 
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"float({str(v)!r})"
     if v is None or isinstance(v, bool | int | float | str):
         return repr(v)
     if isinstance(v, tuple | list):
-        inner = ", ".join(literal(x) for x in v) + ("," if len(v) == 1 else "")
+        inner = ", ".join(literal(x, procs) for x in v) + ("," if len(v) == 1 else "")
         return f"({inner})" if isinstance(v, tuple) else f"[{inner}]"
     if isinstance(v, Proc):
+        if procs is not None:
+            procs.add(v.name())
         return v.name()
     if isinstance(v, type):
         return v.__name__
@@ -137,10 +154,8 @@ def history_script(p: Proc, var: str | None = None) -> str:
         step = q.step()
         assert step is not None
         script.step(q, step)
-    head = [
-        f"# schedule of {root.name()}: {len(chain) - 1} step(s), v0 -> v{p.version}",
-        "from cursched import *  # noqa: F403",
-        "",
-        f"p = {var or root.name()}",
-    ]
+    head = [f"# schedule of {root.name()}: {len(chain) - 1} step(s), v0 -> v{p.version}"]
+    if script.procs:
+        head.append(f"# other procs it uses (bind them first): {', '.join(sorted(script.procs))}")
+    head += ["from cursched import *  # noqa: F403", "", f"p = {var or root.name()}"]
     return "\n".join([*head, *script.lines]) + "\n"

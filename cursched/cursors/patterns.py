@@ -129,13 +129,15 @@ def match_expr(pat: ast.expr, e: Any) -> bool:
         case ast.Name(id=name):
             return isinstance(e, Read) and not e.idx and e.sym.name == name
         case ast.Constant(value=v):
-            return isinstance(e, Const) and not isinstance(v, str) and e.value == v
+            # 2 matches the integer 2, 2.0 the float: the pattern's literal says which.
+            return isinstance(e, Const) and type(e.value) is type(v) and e.value == v
         case ast.UnaryOp(op=ast.USub(), operand=arg):
             if isinstance(e, USub):
                 return match_expr(arg, e.arg)
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, int | float)):
                 return False
-            return isinstance(e, Const) and e.value == -arg.value
+            v = -arg.value
+            return isinstance(e, Const) and type(e.value) is type(v) and e.value == v
         case ast.BinOp(left=lhs, op=op, right=rhs):
             return (
                 isinstance(e, BinOp)

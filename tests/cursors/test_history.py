@@ -9,7 +9,10 @@ import pytest
 
 import cursched
 from cursched import delete_pass, insert_pass, rename, reorder_stmts
+from cursched.cursors import Editor, ExprCursor, GapCursor
+from cursched.cursors.edits import Rewrite
 from cursched.ir.alpha import alpha_equal
+from cursched.primitives.registry import PrimCursors, prim_cursors, primitive
 from cursched.proc import Proc
 from cursched.testing.plugin import Golden
 
@@ -152,3 +155,30 @@ def test_primitives_are_exported() -> None:
     for name in ("insert_pass", "delete_pass", "reorder_stmts", "rename"):
         assert getattr(cursched, name) is getattr(cursched.primitives, name)
         assert name in cursched.__all__
+
+
+@prim_cursors
+class NoteCursors(PrimCursors):
+    exprs: tuple[ExprCursor, ...]
+
+
+@primitive
+def note(
+    proc: Proc, exprs: tuple[ExprCursor, ...], other: object = None, at: GapCursor | None = None
+) -> Rewrite[NoteCursors]:
+    """A no-op taking a tuple of cursors, a plain value and an optional keyword cursor."""
+    ed = Editor(proc.ir())
+    return ed.done(NoteCursors, exprs=tuple(e.loc for e in exprs))
+
+
+def test_history_tuples_keywords_and_other_values() -> None:
+    p, r = note(small, ("x[_] * _", small.find("2.0")), other=float("inf"))
+    p, _ = insert_pass(p, p.find("x[3] = _").before())
+    p, _ = note(p, r.exprs, other=two_loops, at=small.find("x[3] = _").after())
+    text = p.history()
+    assert "note(p, ('x[_] * _', p.at('body[0].body[1].rhs.rhs')), other=float('inf'))" in text
+    assert "note(p, exprs, other=two_loops, at=p.at('body[2]').after())" in text
+    assert "# other procs it uses (bind them first): two_loops" in text
+    ns: dict[str, Any] = {"small": small, "two_loops": two_loops, "note": note}
+    exec(text, ns)
+    assert alpha_equal(ns["p"].ir(), p.ir()) and ns["p"].history() == text

@@ -146,3 +146,12 @@ def test_call_and_window_patterns() -> None:
     assert win.rhs().name() == "A"
     with pytest.raises(PatternError):
         caller.find("scale(9, _)")
+
+
+def test_literals_match_by_kind() -> None:
+    # `for i in seq(0, 2)` has the integer 2; `* 2.0` the float
+    from .test_forwarding import small
+
+    assert small.find("2").path() == (("body", 0), ("hi", -1))
+    assert small.find("2.0").path()[-1] == ("rhs", -1)
+    assert calls_and_scopes.find("-x[_]").kind() == "USub"
