@@ -73,7 +73,7 @@ class _Script:
         assert isinstance(forwarded, Cursor)
         return locator(forwarded.loc)
 
-    def held(self, version: int, loc: Loc) -> str | None:
+    def held(self, version: int, loc: Loc | tuple[Loc, ...]) -> str | None:
         """The variable (or ``var[k]``) holding ``loc`` of ``version``, if one still does."""
         for var, (v, held) in self.vars.items():
             if v == version and held == loc:
