@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cursched import DRAM
+from cursched import DRAM, proc
 from cursched.analysis import checks as ck
 from cursched.analysis.bounds import check_bounds
 from cursched.errors import BoundsError, InterpreterError
@@ -182,3 +182,78 @@ def test_bounds_verdicts_match_the_interpreter(
         assert crashes(cex[n_sym]), str(e)
         return
     assert not any(crashes(n) for n in range(1, 9))
+
+
+# Statements that go through a window and through a call, so that effects are mapped (window
+# offsets composed, callee accesses mapped through the arguments) before the checks see them.
+
+WIDE_HEAD = "def p(n: size, A: f32[n + 8, n + 8] @ DRAM, B: f32[n + 8, n + 8] @ DRAM):"
+WINDOW = "    w = A[1 : n + 8, 0 : n + 8]"
+
+
+@proc
+def bump(dst: [f32][2] @ DRAM, src: [f32][2] @ DRAM):
+    dst[0] = src[1] * 0.5 + 1.0
+    dst[1] = src[0] + 2.0
+
+
+def _at(buf: str, di: int, dj: int, i: str, width: int = 0) -> str:
+    j = f"j + {dj + PAD}"
+    col = f"{j} : {j} + {width}" if width else j
+    return f"{buf}[{i} + {di + PAD}, {col}]"
+
+
+wide_stmt = st.tuples(
+    st.sampled_from(["plain", "window", "call"]), access, access, st.sampled_from("AB")
+)
+
+
+def wide_text(s: tuple[str, tuple[str, int, int], tuple[str, int, int], str], i: str) -> str:
+    kind, (wb, wi, wj), (rb, ri, rj), _ = s
+    if kind == "call":
+        return f"bump({_at(wb, wi, wj, i, 2)}, {_at(rb, ri, rj, i, 2)})"
+    target = _at("w" if kind == "window" else wb, wi, wj, i)
+    return f"{target} = {_at(rb, ri, rj, i)} * 0.5 + 1.0"
+
+
+def wide(lines: list[str]) -> ProcDef:
+    text = "\n".join([WIDE_HEAD, WINDOW, *lines]) + "\n"
+    return parse_source(text, {"DRAM": DRAM, "bump": bump}, "<gen>")
+
+
+def wide_same(p: ProcDef, q: ProcDef) -> bool:
+    def go(x: ProcDef) -> list[np.ndarray]:
+        rng = np.random.default_rng(3)
+        arrays = [rng.standard_normal((N + 8, N + 8)).astype(np.float32) for _ in range(2)]
+        interpret(x, N, *arrays)
+        return arrays
+
+    return all(np.array_equal(a, b) for a, b in zip(go(p), go(q), strict=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(wide_stmt, wide_stmt)
+def test_checks_through_windows_and_calls_are_sound(
+    s1: tuple[str, tuple[str, int, int], tuple[str, int, int], str],
+    s2: tuple[str, tuple[str, int, int], tuple[str, int, int], str],
+) -> None:
+    li, lj = "    for i in seq(0, n):", "        for j in seq(0, n):"
+    ind = " " * 12
+    a, b = wide_text(s1, "i"), wide_text(s2, "i")
+    both = wide([li, lj, ind + a, ind + b])
+    loop = (("body", 1),)
+    swapped = wide(["    for j in seq(0, n):", "        for i in seq(0, n):", ind + a, ind + b])
+    if legal(ck.check_reorder_loops, both, loop):
+        assert wide_same(both, swapped), (a, b)
+    if legal(
+        ck.check_commute,
+        both,
+        [(*loop, ("body", 0), ("body", 0))],
+        [(*loop, ("body", 0), ("body", 1))],
+    ):
+        assert wide_same(both, wide([li, lj, ind + b, ind + a])), (a, b)
+    if legal(ck.check_fission, both, (*loop, ("body", 0), ("body", 1)), 2):
+        assert wide_same(both, wide([li, lj, ind + a, li, lj, ind + b])), (a, b)
+    rev_a, rev_b = wide_text(s1, "n - 1 - i"), wide_text(s2, "n - 1 - i")
+    if legal(ck.check_parallel, both, loop):
+        assert wide_same(both, wide([li, lj, ind + rev_a, ind + rev_b])), (a, b)
