@@ -161,14 +161,17 @@ def _row(v: Any) -> tuple[str, str, str]:
             text = show_loc(ir, v.loc).splitlines()
         except LookupError:
             return v.kind(), v.describe(), "?"
+        # Line numbers are those of str(proc): the marker lines of a block or a gap are not
+        # counted, so they name the first statement of the block / the one after the gap.
         for i, line in enumerate(text):
-            if "# <--" in line or "# BLOCK START" in line or "[GAP]" in line:
-                snippet = line.replace("# <--", "").strip()
-                if "BLOCK START" in line and i + 1 < len(text):
-                    more = isinstance(v, BlockCursor) and len(v) > 1
-                    snippet = text[i + 1].strip() + (" ..." if more else "")
-                    return v.kind(), snippet, str(i + 2)
-                return v.kind(), snippet, str(i + 1)
+            if "# <--" in line:
+                return v.kind(), line.replace("# <--", "").strip(), str(i + 1)
+            if "# BLOCK START" in line and i + 1 < len(text):
+                more = isinstance(v, BlockCursor) and len(v) > 1
+                return v.kind(), text[i + 1].strip() + (" ..." if more else ""), str(i + 1)
+            if "[GAP]" in line:
+                nxt = text[i + 1].strip() if i + 1 < len(text) else ""
+                return v.kind(), f"[GAP] before `{nxt}`" if nxt else "[GAP] at the end", str(i + 1)
             if line.strip() and set(line.strip()) <= {"^"} and i > 0:
                 start = len(line) - len(line.lstrip())
                 return v.kind(), text[i - 1][start : len(line)], str(i)
