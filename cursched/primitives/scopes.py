@@ -8,7 +8,6 @@ semantics follow Exo 1.0's primitives of the same names.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
 from typing import Any
 
 from cursched.analysis.checks import (
@@ -346,8 +345,7 @@ def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[Specialize
     name = "specialize"
     ir, loc = proc.ir(), block.block()
     first = block.paths()[0]
-    items: Sequence[Any] = [conds] if isinstance(conds, str | Node | ExprCursor) else conds
-    items = list(items)
+    items: list[Any] = list(conds) if isinstance(conds, list | tuple) else [conds]
     if not items:
         raise fail(SpecializeNoConditionsError, name, "no condition given", block)
     exprs = [condition_expr(ir, first, c, name, block) for c in items]
