@@ -127,3 +127,22 @@ def test_bad_call_signature() -> None:
 def test_primitive_keeps_docstring() -> None:
     assert insert_pass.__name__ == "insert_pass"
     assert insert_pass.__doc__ is not None and "Preconditions:" in insert_pass.__doc__
+
+
+@prim_cursors
+class Kinds(PrimCursors):
+    block: BlockCursor
+    gap: object
+    stmt: object
+
+
+def test_cursors_table_lines_are_those_of_the_printed_proc() -> None:
+    loop = f.find_loop("i")
+    table = repr(Kinds(loop.body(), loop.body()[1].before(), loop.body()[1]))
+    assert table.splitlines()[2:] == [
+        "  block  Block   t = x[i] ...                   4",
+        "  gap    Gap     [GAP] before `x[i] = t * 2.0`  5",
+        "  stmt   Assign  x[i] = t * 2.0                 5",
+    ]
+    lines = str(f).splitlines()
+    assert lines[3].strip() == "t = x[i]" and lines[4].strip() == "x[i] = t * 2.0"
