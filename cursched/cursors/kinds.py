@@ -140,16 +140,26 @@ class Tombstone:
         version: the version that primitive made.
         hint: what to use instead, from the killer (may be empty).
         proc: the version the cursor was forwarded to.
+        origin: the cursor that died (in its own, older version).
     """
 
-    __slots__ = ("hint", "killer", "proc", "version", "what")
+    __slots__ = ("hint", "killer", "origin", "proc", "version", "what")
 
-    def __init__(self, what: str, killer: str, version: int, hint: str, proc: Proc) -> None:
+    def __init__(
+        self,
+        what: str,
+        killer: str,
+        version: int,
+        hint: str,
+        proc: Proc,
+        origin: Cursor | None = None,
+    ) -> None:
         self.what = what
         self.killer = killer
         self.version = version
         self.hint = hint
         self.proc = proc
+        self.origin = origin
 
     def __bool__(self) -> bool:
         return False

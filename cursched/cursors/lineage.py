@@ -102,6 +102,6 @@ def _walk(target: Proc, c: Cursor, steps: Any) -> Cursor | Tombstone:
         assert step is not None
         nxt = forward_loc(step.fmap, loc)
         if isinstance(nxt, Dead):
-            return Tombstone(c.describe(), step.primitive, q.version, nxt.hint, target)
+            return Tombstone(c.describe(), step.primitive, q.version, nxt.hint, target, c)
         loc = nxt
     return make_cursor(target, loc)

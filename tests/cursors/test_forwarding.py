@@ -117,6 +117,7 @@ def test_unroll_kills_the_loop_with_a_hint() -> None:
     assert isinstance(t, Tombstone) and not t
     assert repr(t) == "<stale For 'i': killed by unroll_loop at v1; unrolled; use .copies[k]>"
     assert t.killer == "unroll_loop" and t.version == 1 and t.hint == "unrolled; use .copies[k]"
+    assert t.origin == loop and t.proc is p
     # the body statements were rewritten (i -> k): they died too
     assert not p.forward(loop.body()[0])
     # what was outside shifted and lives on
