@@ -10,6 +10,20 @@ cells (no stack inspection). Names that appear *only* in annotations (``f32[N] @
 not closure cells, because ``from __future__ import annotations`` makes annotations strings
 that Python never compiles; such names must be module globals (or be passed through
 ``parse_source``'s ``env``).
+
+Where the language is stricter or looser than Python or Exo (each rule is tested in
+tests/frontend, and the module that applies it says why):
+
+- ``exprs``: control values (sizes, indices, bools, strides) are never data and data is never
+  control (only literals cross over); ``not`` is not in the language; data literals must be
+  values of the destination type; a comparison chain is an ``and``.
+- ``annotations``: a shape names only sizes declared before it, and constants > 0.
+- ``calls``: scalar parameters take a scalar buffer or an element ``A[i, j]``; tensor
+  parameters take only whole contiguous tensors; memories must be identical.
+- ``scope``: ``seq``, ``par``, ``stride``, ``scope``, ``inf`` and ``instr`` are not variable
+  names; a block may not declare a name twice, a nested block may shadow it.
+- ``parser``: asserts stand at the top level; a parameter may not be named like a memory,
+  proc or extern the proc uses.
 """
 
 from __future__ import annotations
