@@ -13,7 +13,14 @@ from typing import Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.affine_tidy import tidy_expr
-from cursched.analysis.checks import NotBoundedError, ParallelError, check_le, check_parallel
+from cursched.analysis.checks import (
+    NotBoundedError,
+    NotDivisibleError,
+    ParallelError,
+    check_divides,
+    check_le,
+    check_parallel,
+)
 from cursched.analysis.checks_loops import NotIdempotentError, check_idempotent
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc, NoLoc
@@ -37,6 +44,7 @@ from cursched.ir.nodes import (
     Stmt,
     WindowStmt,
 )
+from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, map_stmt_children, walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX
@@ -85,6 +93,20 @@ def _tidy_uses(s: Stmt, sym: Sym, ranges: Mapping[Sym, af.Bound]) -> Stmt:
         return map_stmt_children(x, fs, fe)
 
     return fs(s)
+
+
+def _exact_divs(ir: ProcDef, path: Path, a: af.Aff) -> af.Aff:
+    """``a`` with each ``m * k * (x / k)`` replaced by ``m * x`` where ``k`` provably divides
+    ``x`` (``4 * (n / 4)`` is ``n`` under ``assert n % 4 == 0``)."""
+    for atom, c in a.terms:
+        if isinstance(atom, af.Div) and c % atom.k == 0:
+            try:
+                check_divides(ir, path, atom.k, expr_of(atom.num))
+            except NotDivisibleError:
+                continue
+            rest = a - af.Aff(((atom, c),), 0)
+            return _exact_divs(ir, path, rest + atom.num.scale(c // atom.k))
+    return a
 
 
 def _body_paths(loop: ForCursor) -> tuple[tuple[tuple[str, int], ...], ...]:
@@ -235,7 +257,7 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
     if not valid_name(name):
         raise fail(MultNameError, prim, f"{name!r} is not a valid name", nested)
     k = Sym(name)
-    hi = af.simplify_aff(aff(outer.hi).scale(c.const), ranges)
+    hi = _exact_divs(ir, path, af.simplify_aff(aff(outer.hi).scale(c.const), ranges))
     top = af.aff_range(hi, ranges)[1]
     ranges[k] = (0, None if top is None else top - 1)
     kv = af.Aff.var(k)
