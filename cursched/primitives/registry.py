@@ -346,6 +346,13 @@ def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:
         return tuple(_bind(proc, v, field, prim) for v in value)
     if isinstance(value, Dead):
         return InvalidCursor(proc, NoLoc(value.hint))
+    if isinstance(value, Cursor | Tombstone):
+        if isinstance(value, Cursor) and value.proc() is proc:
+            return value
+        raise AssertionError(
+            f"{prim} returned field {field!r} as a cursor of another version ({value!r}); "
+            "return locations (Loc) of the new IR"
+        )
     if not isinstance(value, NodeLoc | BlockLoc | GapLoc | ArgLoc | NoLoc):
         return value
     loc: Loc = value

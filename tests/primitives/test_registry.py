@@ -14,6 +14,7 @@ from cursched.cursors import (
     InvalidCursor,
     NodeLoc,
     NoLoc,
+    StmtCursor,
 )
 from cursched.cursors.edits import Rewrite
 from cursched.errors import IRVerificationError
@@ -104,9 +105,16 @@ def test_step_record() -> None:
     assert f.step() is None
 
 
+@primitive
+def old_cursor_field(proc: Proc, stmt: StmtCursor) -> Rewrite[BadCursors]:
+    return Editor(proc.ir()).done(BadCursors, stmt=stmt)
+
+
 def test_returned_fields_must_point_into_the_result() -> None:
     with pytest.raises(AssertionError, match="bad_field returned field 'stmt' at body\\[9\\]"):
         bad_field(f)
+    with pytest.raises(AssertionError, match="as a cursor of another version"):
+        old_cursor_field(f, "t = _")
 
 
 def test_verification_runs_and_can_be_switched_off() -> None:
