@@ -20,7 +20,7 @@ import ast
 from typing import assert_never
 
 from cursched.frontend.exprs import ExprParser
-from cursched.frontend.scope import Ctx, Var
+from cursched.frontend.scope import Ctx, Var, is_missing
 from cursched.frontend.typecheck import const_eval, fresh_type
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Expr, FnArg, ProcDef, Read
@@ -52,6 +52,8 @@ def check_call(ctx: Ctx, exprs: ExprParser, node: ast.Call, callee: ProcDef) -> 
 
 def _arg(ctx: Ctx, exprs: ExprParser, a: ast.expr, param: FnArg, callee: ProcDef) -> Expr:
     where = f"argument '{param.sym}' of {callee.name}"
+    if isinstance(a, ast.Name) and ctx.lookup(a.id) is None and is_missing(ctx.env_get(a.id)):
+        ctx.type_error(a, f"'{a.id}' is not defined")
     match param.type:
         case ControlType():
             if param.type == BOOL:

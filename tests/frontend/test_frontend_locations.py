@@ -193,3 +193,9 @@ def test_externs_module_names_every_extern() -> None:
             fn(1.0)
     assert cursched.externs.inf == float("inf")
     assert set(EXTERNS) <= set(cursched.externs.__all__)
+
+
+def test_undefined_call_argument_is_named() -> None:
+    callee = parse_source("def g(A: f32[4]):\n    pass\n", {})
+    with pytest.raises(TypeCheckError, match="'Z' is not defined"):
+        parse_source("def f(B: f32[4]):\n    g(Z)\n", {"g": callee})
