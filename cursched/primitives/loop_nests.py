@@ -13,11 +13,11 @@ from cursched.analysis.checks import (
     ParallelError,
     ReorderLoopsError,
     check_expr_equal,
-    check_fission,
     check_fuse,
     check_parallel,
     check_reorder_loops,
 )
+from cursched.analysis.checks_fission import Level, check_fission_levels, fission_levels
 from cursched.cursors import (
     BlockCursor,
     BlockLoc,
@@ -30,9 +30,7 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
-from cursched.ir.nodes import For, If, ProcDef, Stmt
-from cursched.ir.paths import Path, get_at
-from cursched.ir.symbols import Sym
+from cursched.ir.nodes import For, If, Stmt
 from cursched.ir.traversal import free_syms_expr
 from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
@@ -123,7 +121,8 @@ def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
 
 
 class FissionNotInLoopError(SchedulingError):
-    """fission, precondition 1: one of the ``n_lifts`` levels around the gap is not a loop."""
+    """fission, precondition 1: one of the ``n_lifts`` levels around the gap is neither a
+    loop nor the ``body`` of an ``if``."""
 
 
 class FissionAtEdgeError(SchedulingError):
@@ -141,56 +140,43 @@ class FissionCursors(PrimCursors):
     """What ``fission`` returns.
 
     Attributes:
-        first: the outermost new loop holding the statements before the gap.
-        second: the outermost new loop holding the statements after the gap.
+        first: the outermost new loop (or if) holding the statements before the gap.
+        second: the outermost new loop (or if) holding the statements after the gap.
         gap: the gap between ``first`` and ``second``.
     """
 
-    first: ForCursor
-    second: ForCursor
+    first: StmtCursor
+    second: StmtCursor
     gap: GapCursor
-
-
-def _levels(ir: ProcDef, gap: GapLoc, n_lifts: int) -> list[tuple[Path, For, int]] | None:
-    """(loop path, loop, index of the split in its body), innermost first; None when a
-    level is not a loop."""
-    parent, attr, k = gap.position()
-    out: list[tuple[Path, For, int]] = []
-    cur_parent, cur_attr, cur_k = parent, attr, k
-    for _ in range(n_lifts):
-        node = get_at(ir, cur_parent) if cur_parent else None
-        if not isinstance(node, For) or cur_attr != "body":
-            return None
-        out.append((cur_parent, node, cur_k))
-        *up, (up_attr, up_k) = cur_parent
-        cur_parent, cur_attr, cur_k = tuple(up), up_attr, up_k + 1
-    return out
 
 
 @primitive
 def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCursors]:
-    """Split the ``n_lifts`` loops around a gap into two nests: one running everything before
-    the gap, then one running everything after it.
+    """Split the ``n_lifts`` loops (or ifs) around a gap into two nests: one running everything
+    before the gap, then one running everything after it.
 
     Args:
         proc: the proc to rewrite.
         gap: the gap (``c.after()``, ``c.before()``) inside the innermost loop to split.
-        n_lifts: how many enclosing loops to split (1: only the innermost).
+        n_lifts: how many enclosing loops or ifs to split (1: only the innermost). An ``if``
+            is split into two ``if`` statements with the same condition; its ``else`` branch
+            stays with the first.
 
     Returns:
         The new proc and ``FissionCursors``:
-        ``first``: the outermost loop of the first nest;
-        ``second``: the outermost loop of the second nest;
+        ``first``: the outermost loop (or if) of the first nest;
+        ``second``: the outermost loop (or if) of the second nest;
         ``gap``: the gap between them.
 
     Preconditions:
-        1. ``n_lifts >= 1`` and each of the ``n_lifts`` levels around the gap is a loop
-           (``FissionNotInLoopError``).
-        2. the gap is neither at the start nor at the end of the innermost loop's body
+        1. ``n_lifts >= 1`` and each of the ``n_lifts`` levels around the gap is a loop or
+           the ``body`` branch of an ``if`` (``FissionNotInLoopError``).
+        2. the gap is neither at the start nor at the end of the innermost body
            (``FissionAtEdgeError``).
         3. every instance of a statement after the gap may run after every instance of a
            statement before it, and the statements after the gap use nothing the ones
-           before define (``FissionDependenceError``, proven by ``check_fission``, with a
+           before define (``FissionDependenceError``, proven by
+           ``cursched.analysis.checks_fission.check_fission_levels``, with a
            counterexample).
 
     Forwards/Kills:
@@ -209,31 +195,35 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
     """
     name = "fission"
     ir = proc.ir()
-    levels = _levels(ir, gap.gap(), n_lifts) if n_lifts >= 1 else None
+    parent, attr, pos = gap.position()
+    gap_path = (*parent, (attr, pos))
+    levels = fission_levels(ir, gap_path, n_lifts) if n_lifts >= 1 else None
     if levels is None:
-        msg = f"the {n_lifts} level(s) around the gap are not all loops"
+        msg = f"the {n_lifts} level(s) around the gap are not all loops or if bodies"
         raise fail(FissionNotInLoopError, name, msg, gap)
     _, innermost, k = levels[0]
     if k == 0 or k == len(innermost.body):
-        msg = "the gap is at an edge of the loop body: one loop would be empty"
+        msg = "the gap is at an edge of the body: one part would be empty"
         raise fail(FissionAtEdgeError, name, msg, gap)
-    parent, attr, pos = gap.position()
     try:
-        check_fission(ir, (*parent, (attr, pos)), n_lifts, primitive=name)
+        check_fission_levels(ir, gap_path, n_lifts, primitive=name)
     except FissionError as e:
         raise safety(FissionDependenceError, name, e, gap) from e
     first: Stmt | None = None
     second: Stmt | None = None
-    for _, loop, k in levels:
+    for _, node, k in levels:
         if first is None or second is None:  # the innermost level: split at the gap
-            first = loop.replace(body=loop.body[:k])
-            body: tuple[Stmt, ...] = loop.body[k:]
-        else:  # an outer level: body[k - 1] is the loop split one level down
-            first = loop.replace(body=(*loop.body[: k - 1], first))
-            body = (second, *loop.body[k:])
-        second = For(loop.iter, loop.lo, loop.hi, body, loop.mode)
+            first = node.replace(body=node.body[:k])
+            body: tuple[Stmt, ...] = node.body[k:]
+        else:  # an outer level: body[k - 1] is the level split one step down
+            first = node.replace(body=(*node.body[: k - 1], first))
+            body = (second, *node.body[k:])
+        if isinstance(node, For):
+            second = For(node.iter, node.lo, node.hi, body, node.mode)
+        else:  # the else branch stays with the first part
+            second = If(node.cond, body, ())
     assert first is not None and second is not None
-    fresh: dict[Sym, Sym] = {lv[1].iter: lv[1].iter.copy() for lv in levels}
+    fresh = {lv[1].iter: lv[1].iter.copy() for lv in levels if isinstance(lv[1], For)}
     renamed = rename_stmt(second, fresh)
     top_path = levels[-1][0]
     ed = Editor(ir)
@@ -246,13 +236,13 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
     return ed.done(FissionCursors, first=NodeLoc(p1), second=NodeLoc(p2), gap=GapLoc(p1, "after"))
 
 
-def _second_pairs(levels: list[tuple[Path, For, int]], renamed: Stmt) -> list[tuple[Stmt, Stmt]]:
+def _second_pairs(levels: list[Level], renamed: Stmt) -> list[tuple[Stmt, Stmt]]:
     """Pair each statement moved into the second nest with its renamed copy."""
     pairs: list[tuple[Stmt, Stmt]] = []
     cur = renamed
     for depth in range(len(levels) - 1, -1, -1):
         _, loop, k = levels[depth]
-        assert isinstance(cur, For)
+        assert isinstance(cur, For | If)
         moved = loop.body[k:]
         if depth == 0:
             pairs += same_pairs(moved, cur.body)

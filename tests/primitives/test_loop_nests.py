@@ -112,10 +112,29 @@ def uses_local(n: size, x: f32[n] @ DRAM):
 
 
 @proc
-def in_if(n: size, x: f32[n] @ DRAM):
+def in_if(n: size, x: f32[n + 2] @ DRAM):
     if n > 2:
         x[0] = 1.0
         x[1] = 2.0
+    else:
+        x[0] = 3.0
+        x[1] = 4.0
+
+
+@proc
+def loop_if(n: size, x: f32[n + 1] @ DRAM, y: f32[n + 1] @ DRAM):
+    for i in seq(0, n):
+        if i > 0:
+            y[i] = x[i]
+            x[i] = y[i] * 2.0
+
+
+@proc
+def loop_if_carried(n: size, x: f32[n + 1] @ DRAM):
+    for i in seq(0, n):
+        if i > 0:
+            x[i - 1] = x[i]
+            x[i] = 2.0
 
 
 def test_fission_golden_forwarding_equivalent(golden) -> None:  # type: ignore[no-untyped-def]
@@ -143,9 +162,29 @@ def test_fission_one_level_keeps_outer_loop(golden) -> None:  # type: ignore[no-
     assert_equivalent(two_stmts, p, trials=3)
 
 
+def test_fission_of_an_if_keeps_else_first(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = fission(in_if, in_if.find("x[0] = 1.0").after())
+    golden.check(p)
+    assert isinstance(c.first, IfCursor) and isinstance(c.second, IfCursor)
+    assert_equivalent(in_if, p, trials=3)
+
+
+def test_fission_through_loop_and_if(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = fission(loop_if, loop_if.find("y[_] = _").after(), n_lifts=2)
+    golden.check(p)
+    assert isinstance(c.first, ForCursor) and isinstance(c.second, ForCursor)
+    assert isinstance(c.second.body()[0], IfCursor)
+    assert_equivalent(loop_if, p, trials=3)
+
+
+def test_fission_through_if_checks_dependences() -> None:
+    with pytest.raises(FissionDependenceError):
+        fission(loop_if_carried, loop_if_carried.find("x[_] = x[_]").after(), n_lifts=2)
+
+
 def test_fission_not_in_loop() -> None:
     with pytest.raises(FissionNotInLoopError):
-        fission(in_if, in_if.find("x[0] = _").after())
+        fission(in_if, in_if.find("x[0] = 3.0").after())  # in the else branch
     with pytest.raises(FissionNotInLoopError):
         fission(two_stmts, two_stmts.find("y[_] = _").after(), n_lifts=3)
 
@@ -160,6 +199,18 @@ def test_fission_dependence_has_counterexample() -> None:
         fission(carried, carried.find("y[_] = _").after())
     assert e.value.counterexample is not None  # type: ignore[attr-defined]
     assert "counterexample" in str(e.value)
+
+
+@proc
+def window_before_gap(n: size, x: f32[n + 2] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        w = x[i : i + 2]
+        w[1] += y[i]
+
+
+def test_fission_window_defined_before_gap_and_written_after() -> None:
+    with pytest.raises(FissionDependenceError, match="use w, defined before"):
+        fission(window_before_gap, window_before_gap.find_loop("i").body()[0].after())
 
 
 def test_fission_local_defined_before_gap() -> None:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from cursched import (
     DRAM,
     ParseError,
+    PatternError,
     Proc,
     SchedulingError,
     TypeCheckError,
@@ -29,7 +30,7 @@ from cursched import (
     split,
 )
 from cursched.analysis.bounds import check_bounds
-from cursched.cursors import ForCursor
+from cursched.cursors import ForCursor, IfCursor
 from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
 from cursched.testing import assert_equivalent
@@ -45,7 +46,7 @@ HIS = ["n", "n + 1", "4", "6", "n - 1"]
 @st.composite
 def stmt_text(draw: st.DrawFn, var: str, depth: int, pad: str) -> str:
     c1, c2 = draw(st.integers(0, 3)), draw(st.integers(0, 3))
-    kinds = ["assign", "reduce", "alloc", "window"] + (["loop"] if depth < 2 else [])
+    kinds = ["assign", "reduce", "alloc", "window"] + (["loop", "if"] if depth < 2 else [])
     kind = draw(st.sampled_from(kinds))
     a, b = draw(st.sampled_from([("x", "y"), ("y", "x"), ("x", "x")]))
     tag = draw(st.integers(0, 10**6))
@@ -62,6 +63,11 @@ def stmt_text(draw: st.DrawFn, var: str, depth: int, pad: str) -> str:
         return f"{pad}{a}[{var} + {c1}] = {b}[{var} + {c2}] * 0.5 + 1.0\n"
     if kind == "reduce":
         return f"{pad}{a}[{var} + {c1}] += {b}[{var} + {c2}]\n"
+    if kind == "if":
+        body = "".join(
+            draw(st.lists(stmt_text(var, depth + 1, pad + "    "), min_size=1, max_size=3))
+        )
+        return f"{pad}if {var} >= {c1}:\n{body}"
     inner = "j" if var == "i" else "k"
     body = "".join(
         draw(st.lists(stmt_text(inner, depth + 1, pad + "    "), min_size=1, max_size=2))
@@ -118,9 +124,14 @@ def _reorder(p: Proc, data: st.DataObject) -> tuple[Proc, Any]:
 
 
 def _fission(p: Proc, data: st.DataObject) -> tuple[Proc, Any]:
-    loop = _pick_loop(p, data)
-    k = data.draw(st.integers(0, max(len(loop.body()) - 2, 0)))
-    return fission(p, loop.body()[k].after(), n_lifts=data.draw(st.integers(1, 2)))
+    try:
+        ifs = [c for c in p.find_all("if _: _") if isinstance(c, IfCursor)]
+    except PatternError:  # no if in this proc
+        ifs = []
+    node = data.draw(st.sampled_from([*loops_of(p), *ifs]))
+    body = node.body()
+    k = data.draw(st.integers(0, max(len(body) - 2, 0)))
+    return fission(p, body[k].after(), n_lifts=data.draw(st.integers(1, 2)))
 
 
 def _adjacent(p: Proc, data: st.DataObject) -> tuple[ForCursor, Any]:
