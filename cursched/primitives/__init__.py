@@ -4,6 +4,16 @@
 package root.
 """
 
+from cursched.primitives.allocs import delete_buffer, lift_alloc, reuse_buffer, sink_alloc
+from cursched.primitives.buffer_attrs import set_memory, set_precision, set_window
+from cursched.primitives.dims import (
+    divide_dim,
+    expand_dim,
+    mult_dim,
+    rearrange_dim,
+    resize_dim,
+    unroll_buffer,
+)
 from cursched.primitives.loop_nests import fission, fuse, reorder_loops
 from cursched.primitives.loop_ranges import cut_loop, join_loops, shift_loop
 from cursched.primitives.loop_shapes import (
@@ -18,30 +28,45 @@ from cursched.primitives.procs import rename
 from cursched.primitives.registry import PrimCursors, primitive, settings
 from cursched.primitives.scopes import eliminate_dead_code, lift_scope, specialize
 from cursched.primitives.simplify import simplify
+from cursched.primitives.stage import stage_mem
 from cursched.primitives.statements import delete_pass, insert_pass, reorder_stmts
 
 __all__ = [
     "PrimCursors",
     "add_loop",
     "cut_loop",
+    "delete_buffer",
     "delete_pass",
+    "divide_dim",
     "eliminate_dead_code",
+    "expand_dim",
     "fission",
     "fuse",
     "insert_pass",
     "join_loops",
+    "lift_alloc",
     "lift_scope",
+    "mult_dim",
     "mult_loops",
     "parallelize_loop",
     "primitive",
+    "rearrange_dim",
     "remove_loop",
     "rename",
     "reorder_loops",
     "reorder_stmts",
+    "resize_dim",
+    "reuse_buffer",
+    "set_memory",
+    "set_precision",
+    "set_window",
     "settings",
     "shift_loop",
     "simplify",
+    "sink_alloc",
     "specialize",
     "split",
+    "stage_mem",
+    "unroll_buffer",
     "unroll_loop",
 ]
