@@ -22,6 +22,7 @@ from typing import assert_never
 from cursched.frontend.exprs import ExprParser
 from cursched.frontend.scope import Ctx, Var, is_missing
 from cursched.frontend.typecheck import const_eval, fresh_type
+from cursched.frontend.windows import is_window, window
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Expr, FnArg, ProcDef, Read
 from cursched.ir.symbols import Sym
@@ -72,7 +73,7 @@ def _arg(ctx: Ctx, exprs: ExprParser, a: ast.expr, param: FnArg, callee: ProcDef
 
 
 def _scalar_arg(ctx: Ctx, exprs: ExprParser, a: ast.expr, param: FnArg, where: str) -> Expr:
-    if isinstance(a, ast.Subscript) and not exprs.is_window(a):
+    if isinstance(a, ast.Subscript) and not is_window(a):
         e: Read = exprs.read(a)
         var = exprs.var(a.value)
     elif isinstance(a, ast.Name) and ctx.lookup(a.id) is not None:
@@ -101,13 +102,13 @@ def _tensor_arg(
                 f"{where} is a contiguous tensor; a window can only go to a [type][...] parameter",
             )
         e: Expr = Read(var.sym, (), fresh_type(var.type), srcinfo=ctx.loc(a))
-    elif isinstance(a, ast.Subscript) and exprs.is_window(a):
+    elif isinstance(a, ast.Subscript) and is_window(a):
         if not ptype.window:
             ctx.type_error(
                 a,
                 f"{where} is a contiguous tensor; a window can only go to a [type][...] parameter",
             )
-        e = exprs.window(a)
+        e = window(exprs, a)
         var = exprs.var(a.value)
     else:
         ctx.type_error(a, f"{where} is a tensor: pass a tensor name or a window A[i, 0:8]")

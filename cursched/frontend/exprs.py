@@ -27,16 +27,14 @@ Decisions (documented here because Exo is not uniform about them):
 from __future__ import annotations
 
 import ast
-import dataclasses
 import math
 from typing import NoReturn
 
 import numpy as np
 
-from cursched.errors import BoundsError
 from cursched.frontend.externs import ExternFunction
 from cursched.frontend.scope import Ctx, Var, is_missing
-from cursched.frontend.typecheck import arith_type, const_eval, extent, fresh, has_vars
+from cursched.frontend.typecheck import arith_type, const_eval, fresh, has_vars
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     BinOp,
@@ -44,13 +42,9 @@ from cursched.ir.nodes import (
     Const,
     Expr,
     Extern,
-    Interval,
-    Point,
     Read,
     StrideExpr,
     USub,
-    WAccess,
-    WindowExpr,
 )
 from cursched.ir.types import BOOL, INDEX, INT, ControlType, DataType, TensorType
 
@@ -424,61 +418,6 @@ class ExprParser:
             )
         args = tuple(self.data(a, dest) for a in node.args)
         return Extern(name, args, dest, srcinfo=self.ctx.loc(node))
-
-    # -- windows ------------------------------------------------------------------------------
-    def is_window(self, node: ast.expr) -> bool:
-        """Whether ``node`` is written as a window (a subscript with a slice)."""
-        return isinstance(node, ast.Subscript) and any(
-            isinstance(i, ast.Slice) for i in self.indices(node)
-        )
-
-    def window(self, node: ast.Subscript) -> WindowExpr:
-        """A window ``A[i, 0:8]`` (``A[:, 2]`` is ``A[0:shape, 2]``)."""
-        var = self.var(node.value)
-        name = var.sym.name
-        if not isinstance(var.type, TensorType):
-            self.ctx.type_error(
-                node, f"'{name}' is not a tensor; windows of scalars are not allowed"
-            )
-        if var.mem is not None and not var.mem.windowable:
-            self.ctx.type_error(node, f"memory {var.mem.name()} does not allow windows")
-        coords = self.indices(node)
-        if len(coords) != var.type.rank():
-            self.ctx.type_error(
-                node, f"'{name}' has rank {var.type.rank()} but the window has {len(coords)}"
-            )
-        accesses: list[WAccess] = []
-        shape: list[Expr] = []
-        for c, dim in zip(coords, var.type.shape, strict=True):
-            loc = self.ctx.loc(c)
-            if not isinstance(c, ast.Slice):
-                accesses.append(Point(self.integer(c, "a window index"), srcinfo=loc))
-                continue
-            if c.step is not None:
-                self.ctx.parse_error(c, "slices with a step are not in the language")
-            lo = Const(0, INT, srcinfo=loc) if c.lower is None else self.integer(c.lower, "a bound")
-            hi = (
-                dataclasses.replace(fresh(dim), srcinfo=loc)
-                if c.upper is None
-                else self.integer(c.upper, "a bound")
-            )
-            self._check_interval(c, lo, hi, dim)
-            accesses.append(Interval(lo, hi, srcinfo=loc))
-            shape.append(extent(lo, hi, loc))
-        if not shape:
-            self.ctx.type_error(node, "a window needs at least one slice (lo:hi)")
-        wtype = TensorType(var.type.elem, tuple(shape), window=True)
-        return WindowExpr(var.sym, tuple(accesses), wtype, srcinfo=self.ctx.loc(node))
-
-    def _check_interval(self, node: ast.Slice, lo: Expr, hi: Expr, dim: Expr) -> None:
-        a, b, n = const_eval(lo), const_eval(hi), const_eval(dim)
-        if a is not None and b is not None and b <= a:
-            self.ctx.type_error(node, f"empty window {a}:{b}")
-        if a is not None and a < 0:
-            raise BoundsError(f"window bound {a} is negative", self.ctx.loc(node))
-        if b is not None and n is not None and b > n:
-            msg = f"window bound {b} is past the dimension's size {n}"
-            raise BoundsError(msg, self.ctx.loc(node))
 
 
 def _python_number(obj: object) -> int | float | None:

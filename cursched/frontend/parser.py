@@ -18,6 +18,7 @@ from cursched.frontend.calls import check_call
 from cursched.frontend.exprs import ExprParser
 from cursched.frontend.scope import Ctx, Var
 from cursched.frontend.source import Source
+from cursched.frontend.windows import is_window, window
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
     Alloc,
@@ -232,9 +233,9 @@ class ProcParser:
 
     def _assign(self, node: ast.Assign, target: ast.expr, value: ast.expr) -> Stmt:
         loc = self.ctx.loc(node)
-        if isinstance(target, ast.Name) and self.exprs.is_window(value):
+        if isinstance(target, ast.Name) and is_window(value):
             assert isinstance(value, ast.Subscript)  # is_window checked it
-            rhs = self.exprs.window(value)
+            rhs = window(self.exprs, value)
             src = self.exprs.var(value.value)
             sym = Sym(target.id)
             self.ctx.declare(target, target.id, Var(sym, rhs.type, src.mem, "window"))
