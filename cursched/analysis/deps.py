@@ -10,6 +10,7 @@ the check (``i@1 < i@2`` ...). A model of the query is the counterexample.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -81,14 +82,58 @@ def index_equal(x: Instance, y: Instance) -> list[af.Prop] | None:
 
 
 def dependence(
-    x: Instance, y: Instance, context: Iterable[af.Prop], order: Iterable[af.Prop] = ()
+    x: Instance, y: Instance, context: Iterable[af.Prop], order: Sequence[af.Prop] = ()
 ) -> smt.Model | None:
     """A model in which the two instances touch one element (and satisfy ``order``)."""
     same = index_equal(x, y)
-    if same is None:
+    if same is None or _independent(same, order):
         return None
     query = [*context, *x.props(), *y.props(), *order, *same]
     return smt.satisfiable(query)
+
+
+def _var_pair(a: af.Aff) -> tuple[Sym, Sym, int] | None:
+    """``(u, v, c)`` when ``a`` is ``c * u - c * v + const`` over two plain variables."""
+    if len(a.terms) != 2:
+        return None
+    (p, cp), (q, cq) = a.terms
+    if not isinstance(p, af.Var) or not isinstance(q, af.Var) or cp != -cq:
+        return None
+    return (p.sym, q.sym, cp)
+
+
+def _independent(same: Sequence[af.Prop], order: Sequence[af.Prop]) -> bool:
+    """Cheap proofs that no pair of instances touches one element, before any SMT query.
+
+    The GCD test (``sum c_k x_k == -const`` has no integer solution when ``gcd(c)`` does not
+    divide ``const``), and the ordered distance test: a dimension ``c * (u - v) + k == 0``
+    fixes the distance ``u - v = -k / c``, which an ordering ``u < v`` (or ``v < u``) among
+    ``order`` may contradict.
+    """
+    less: set[tuple[Sym, Sym]] = set()
+    for o in order:  # ``lt(u, v)`` is ``Ge(v - u - 1)``, its terms in either order
+        pair = _var_pair(o.aff) if isinstance(o, af.Ge) and o.aff.const == -1 else None
+        if pair is not None and pair[2] == 1:
+            less.add((pair[1], pair[0]))
+        elif pair is not None and pair[2] == -1:
+            less.add((pair[0], pair[1]))
+    for eq in same:
+        assert isinstance(eq, af.Eq)
+        a = eq.aff
+        if all(isinstance(t, af.Var) for t, _ in a.terms):
+            g = math.gcd(*(c for _, c in a.terms))
+            if g and a.const % g:
+                return True
+        pair = _var_pair(a)
+        if pair is None:
+            continue
+        u, v, c = pair
+        if a.const % c:
+            return True
+        dist = -a.const // c  # u - v
+        if ((u, v) in less and dist >= 0) or ((v, u) in less and dist <= 0):
+            return True
+    return False
 
 
 def lex_lt(xs: Sequence[af.Aff], ys: Sequence[af.Aff]) -> af.Prop:
