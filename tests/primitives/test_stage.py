@@ -1,0 +1,227 @@
+"""stage_mem: the issue's motivating example (golden), accum, left-out stages, one negative
+test per precondition (Exo issue 527 among them), forwarding, interpreter and C equivalence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cursched import DRAM, DRAM_STACK, proc, set_memory, split, stage_mem
+from cursched.cursors import AllocCursor, BlockCursor, ForCursor, InvalidCursor
+from cursched.primitives.stage import (
+    StageAccumError,
+    StageAliasError,
+    StageMemoryError,
+    StageNameError,
+    StageNoAccessError,
+    StageOutsideWindowError,
+    StagePartialWriteError,
+    StageWindowBoundsError,
+    StageWindowError,
+)
+from cursched.testing import assert_equivalent
+
+
+# the issue's example, with an integer increment (our type checker rejects `+= 0.2` on i8)
+@proc
+def foo(n: size, A: i8[n] @ DRAM):
+    assert n % 4 == 0
+    for io in seq(0, n / 4):
+        for ii in seq(0, 4):
+            A[4 * io + ii] += 2
+
+
+@proc
+def sgemm(n: size, A: f32[n, n] @ DRAM, B: f32[n, n] @ DRAM, C: f32[n, n] @ DRAM):
+    assert n % 4 == 0
+    for i in seq(0, n):
+        for j in seq(0, n):
+            for k in seq(0, n):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+@proc
+def copy(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i] * 2.0
+
+
+@proc
+def partial(x: i8[10] @ DRAM):
+    for i in seq(0, 8):
+        x[i] = 0
+
+
+@proc
+def conditional(n: size, x: f32[n] @ DRAM):
+    assert n >= 8
+    for i in seq(0, 8):
+        if i < 3:
+            x[i] = 1.0
+
+
+@proc
+def aliased(x: f32[16] @ DRAM):
+    w = x[2:6]
+    for i in seq(0, 4):
+        w[i] += 1.0
+        x[i + 2] += w[i]
+
+
+@proc
+def shifted(n: size, x: f32[n + 1] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i + 1]
+
+
+@proc
+def two_loops(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        x[i] = 1.0
+    for i in seq(0, n):
+        y[i] = 2.0
+
+
+def test_stage_mem_motivating_example(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = stage_mem(foo, "for ii in _: _", "A[io*4:io*4+4]", "tile")
+    golden.check(p)
+    text = str(p)
+    assert "tile: i8[4] @ DRAM" in text
+    assert "tile[ii] += 2" in text
+    assert isinstance(c.alloc, AllocCursor) and c.alloc.name() == "tile"
+    assert isinstance(c.load, ForCursor) and c.load.prev() == c.alloc
+    assert isinstance(c.block, BlockCursor) and c.block[0].name() == "ii"
+    assert isinstance(c.store, ForCursor) and c.store.prev() == c.block[0]
+    assert_equivalent(foo, p, trials=4)
+    # the returned alloc needs no navigation
+    p2, m = set_memory(p, c.alloc, DRAM_STACK)
+    assert "tile: i8[4] @ DRAM_STACK" in str(p2)
+    assert m.buffer == p2.forward(c.alloc)
+
+
+def test_stage_mem_accum(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = stage_mem(foo, "for ii in _: _", "A[4 * io:4 * io + 4]", "acc", accum=True)
+    golden.check(p)
+    assert "acc[i0] = 0" in str(p) and "A[4 * io + i0] += acc[i0]" in str(p)
+    assert c.load and c.store
+    assert_equivalent(foo, p, trials=4)
+
+
+def test_stage_mem_sgemm_tile_2d(golden) -> None:  # type: ignore[no-untyped-def]
+    p, _ = split(sgemm, "j", 4, ("jo", "ji"), tail="perfect")
+    p, c = stage_mem(p, "for k in _: _", "C[i, 4 * jo + ji]", "ctile", memory=DRAM_STACK)
+    golden.check(p)
+    assert "ctile: f32 @ DRAM_STACK" in str(p)  # a point window stages a scalar
+    p2, c2 = stage_mem(p, c.block, "B[0:n, 4 * jo + ji]", "bcol")
+    assert not c2.store  # B is only read: no store stage
+    assert isinstance(c2.store, InvalidCursor)
+    assert_equivalent(sgemm, p2, trials=3)
+
+
+def test_stage_mem_write_only_leaves_out_the_load(golden) -> None:  # type: ignore[no-untyped-def]
+    p, c = stage_mem(partial, "for i in _: _", "x[0:8]", "xtmp")
+    golden.check(p)
+    assert isinstance(c.load, InvalidCursor) and "does not read" in c.load.describe()
+    assert isinstance(c.store, ForCursor)
+    assert_equivalent(partial, p, trials=3)
+
+
+def test_stage_mem_read_only_and_defaults() -> None:
+    p, c = stage_mem(copy, "for i in _: _", "x[:]", "xs")
+    assert "xs: f32[n] @ DRAM" in str(p)
+    assert c.load and not c.store
+    assert_equivalent(copy, p, trials=3)
+
+
+def test_stage_mem_offset_window() -> None:
+    p, _ = stage_mem(shifted, "for i in _: _", "x[1:n + 1]", "xs")
+    assert "y[i] = xs[i]" in str(p)
+    assert_equivalent(shifted, p, trials=3)
+
+
+def test_stage_mem_compiles() -> None:
+    p, _ = stage_mem(foo, "for ii in _: _", "A[io*4:io*4+4]", "tile")
+    f = p.compile()
+    a = np.arange(16, dtype=np.int8)
+    b = a.copy()
+    f(16, a)
+    foo.interpret(16, b)
+    np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------------- preconditions
+
+
+@pytest.mark.parametrize("window", ["A", "A[0:4, 1]", "Z[0:4]", "A[io * io:4]", "A[[", "A[k]"])
+def test_stage_mem_bad_window(window: str) -> None:
+    with pytest.raises(StageWindowError):
+        stage_mem(foo, "for ii in _: _", window, "tile")
+
+
+@pytest.mark.parametrize("name", ["A", "io", "1x", ""])
+def test_stage_mem_bad_name(name: str) -> None:
+    with pytest.raises(StageNameError):
+        stage_mem(foo, "for ii in _: _", "A[4 * io:4 * io + 4]", name)
+
+
+def test_stage_mem_bad_memory() -> None:
+    with pytest.raises(StageMemoryError):
+        stage_mem(foo, "for ii in _: _", "A[4 * io:4 * io + 4]", "t", memory="DRAM")
+
+
+def test_stage_mem_alias_is_rejected() -> None:
+    # Exo issue 784: a window made before the block aliases the staged window
+    with pytest.raises(StageAliasError, match="through `w"):
+        stage_mem(aliased, "for i in _: _", "x[2:6]", "b")
+
+
+def test_stage_mem_no_access() -> None:
+    with pytest.raises(StageNoAccessError):
+        stage_mem(two_loops, "for i in _: _ #0", "y[0:n]", "t")
+
+
+def test_stage_mem_access_outside_window_has_counterexample() -> None:
+    with pytest.raises(StageOutsideWindowError) as e:
+        stage_mem(foo, "for ii in _: _", "A[4 * io:4 * io + 3]", "tile")
+    assert e.value.counterexample is not None  # type: ignore[attr-defined]
+    assert "counterexample" in str(e.value) and "ii = 3" in str(e.value)
+
+
+def test_stage_mem_window_out_of_bounds() -> None:
+    with pytest.raises(StageWindowBoundsError) as e:
+        stage_mem(copy, "for i in _: _", "x[0:n + 1]", "xs")
+    assert "counterexample" in str(e.value)
+
+
+def test_stage_mem_accum_needs_pure_reduction() -> None:
+    with pytest.raises(StageAccumError, match="reads"):
+        stage_mem(copy, "for i in _: _", "x[0:n]", "xs", accum=True)
+
+
+def test_stage_mem_exo_issue_527_partial_write() -> None:
+    # Exo writes xtmp[8] (garbage) back over x[8]; staging must refuse
+    with pytest.raises(StagePartialWriteError, match="does not provably write all of x"):
+        stage_mem(partial, "for i in _: _", "x[0:9]", "xtmp")
+
+
+def test_stage_mem_conditional_write_is_partial() -> None:
+    with pytest.raises(StagePartialWriteError):
+        stage_mem(conditional, "for i in _: _", "x[0:8]", "xt")
+    # staging only what the guard lets through still needs a proof it cannot give
+    with pytest.raises(StagePartialWriteError):
+        stage_mem(conditional, "for i in _: _", "x[0:3]", "xt")
+
+
+# ----------------------------------------------------------------------------- forwarding
+
+
+def test_stage_mem_forwarding() -> None:
+    loop = foo.find_loop("ii")
+    red = foo.find("A[_] += _")
+    p, c = stage_mem(foo, loop, "A[4 * io:4 * io + 4]", "tile")
+    assert p.forward(loop) == c.block[0]
+    assert p.forward(loop.as_block()) == c.block
+    assert p.forward(red) == c.block[0].body()[0]
+    # the rewritten index expression died
+    idx = foo.find("A[_] += _").idx()[0]
+    assert not p.forward(idx)
