@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -165,7 +166,11 @@ def label(node: Any) -> tuple[type, int | None]:
     return type(node), (info.line if info is not None else None)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CURSCHED_FUZZ=5000 pytest tests/cursors/test_forwarding_property.py: a long fuzz run.
+EXAMPLES = int(os.environ.get("CURSCHED_FUZZ", "80"))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_forwarded_cursors_are_the_same_node_or_tombstones(data: st.DataObject) -> None:
     g = Gen(data)
@@ -217,7 +222,9 @@ def test_unchanged_nodes_survive() -> None:
     run()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=max(EXAMPLES // 2, 1), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(st.data())
 def test_primitive_sequences_forward_by_identity(data: st.DataObject) -> None:
     """The same property end to end: random sequences of the real primitives on a parsed proc
