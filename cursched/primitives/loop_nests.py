@@ -13,11 +13,11 @@ from cursched.analysis.checks import (
     ParallelError,
     ReorderLoopsError,
     check_expr_equal,
+    check_fission,
     check_fuse,
     check_parallel,
     check_reorder_loops,
 )
-from cursched.analysis.checks_fission import Level, check_fission_levels, fission_levels
 from cursched.cursors import (
     BlockCursor,
     BlockLoc,
@@ -30,7 +30,8 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
-from cursched.ir.nodes import For, If, Stmt
+from cursched.ir.nodes import For, If, ProcDef, Stmt
+from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr
 from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
@@ -122,7 +123,7 @@ def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
 
 class FissionNotInLoopError(SchedulingError):
     """fission, precondition 1: one of the ``n_lifts`` levels around the gap is neither a
-    loop nor the ``body`` of an ``if``."""
+    loop nor an ``if`` without ``else``."""
 
 
 class FissionAtEdgeError(SchedulingError):
@@ -150,6 +151,30 @@ class FissionCursors(PrimCursors):
     gap: GapCursor
 
 
+Level = tuple[Path, For | If, int]
+"""(path of a lifted loop or if, the node, index of the split in its ``body``)."""
+
+
+def fission_levels(p: ProcDef, gap: Path, n_lifts: int) -> list[Level] | None:
+    """The ``n_lifts`` levels around ``gap`` (a path ending in ``("body", k)``), innermost
+    first; None when one is neither a loop nor an ``if`` without ``else``.
+
+    At an outer level the index is the position just after the level below it.
+    """
+    out: list[Level] = []
+    cur = gap
+    for _ in range(n_lifts):
+        parent, (attr, k) = cur[:-1], cur[-1]
+        node = get_at(p, parent) if parent else None
+        # an else branch would run between the two parts: not supported (as in the check)
+        if not isinstance(node, For | If) or attr != "body" or getattr(node, "orelse", ()):
+            return None
+        out.append((parent, node, k))
+        *up, (up_attr, up_k) = parent
+        cur = (*up, (up_attr, up_k + 1))
+    return out
+
+
 @primitive
 def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCursors]:
     """Split the ``n_lifts`` loops (or ifs) around a gap into two nests: one running everything
@@ -159,8 +184,7 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
         proc: the proc to rewrite.
         gap: the gap (``c.after()``, ``c.before()``) inside the innermost loop to split.
         n_lifts: how many enclosing loops or ifs to split (1: only the innermost). An ``if``
-            is split into two ``if`` statements with the same condition; its ``else`` branch
-            stays with the first.
+            (without ``else``) is split into two ``if`` statements with the same condition.
 
     Returns:
         The new proc and ``FissionCursors``:
@@ -170,13 +194,12 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
 
     Preconditions:
         1. ``n_lifts >= 1`` and each of the ``n_lifts`` levels around the gap is a loop or
-           the ``body`` branch of an ``if`` (``FissionNotInLoopError``).
+           an ``if`` without ``else`` (``FissionNotInLoopError``).
         2. the gap is neither at the start nor at the end of the innermost body
            (``FissionAtEdgeError``).
         3. every instance of a statement after the gap may run after every instance of a
            statement before it, and the statements after the gap use nothing the ones
-           before define (``FissionDependenceError``, proven by
-           ``cursched.analysis.checks_fission.check_fission_levels``, with a
+           before define (``FissionDependenceError``, proven by ``check_fission``, with a
            counterexample).
 
     Forwards/Kills:
@@ -206,7 +229,7 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
         msg = "the gap is at an edge of the body: one part would be empty"
         raise fail(FissionAtEdgeError, name, msg, gap)
     try:
-        check_fission_levels(ir, gap_path, n_lifts, primitive=name)
+        check_fission(ir, gap_path, n_lifts, primitive=name)
     except FissionError as e:
         raise safety(FissionDependenceError, name, e, gap) from e
     first: Stmt | None = None
@@ -220,7 +243,7 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
             body = (second, *node.body[k:])
         if isinstance(node, For):
             second = For(node.iter, node.lo, node.hi, body, node.mode)
-        else:  # the else branch stays with the first part
+        else:
             second = If(node.cond, body, ())
     assert first is not None and second is not None
     fresh = {lv[1].iter: lv[1].iter.copy() for lv in levels if isinstance(lv[1], For)}

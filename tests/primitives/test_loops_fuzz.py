@@ -67,7 +67,11 @@ def stmt_text(draw: st.DrawFn, var: str, depth: int, pad: str) -> str:
         body = "".join(
             draw(st.lists(stmt_text(var, depth + 1, pad + "    "), min_size=1, max_size=3))
         )
-        return f"{pad}if {var} >= {c1}:\n{body}"
+        text = f"{pad}if {var} >= {c1}:\n{body}"
+        if draw(st.booleans()):
+            other = draw(stmt_text(var, depth + 1, pad + "    "))
+            text += f"{pad}else:\n{other}"
+        return text
     inner = "j" if var == "i" else "k"
     body = "".join(
         draw(st.lists(stmt_text(inner, depth + 1, pad + "    "), min_size=1, max_size=2))
