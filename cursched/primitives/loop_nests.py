@@ -167,7 +167,8 @@ def fission_levels(p: ProcDef, gap: Path, n_lifts: int) -> list[Level] | None:
         parent, (attr, k) = cur[:-1], cur[-1]
         node = get_at(p, parent) if parent else None
         # an else branch would run between the two parts: not supported (as in the check)
-        if not isinstance(node, For | If) or attr != "body" or getattr(node, "orelse", ()):
+        has_else = isinstance(node, If) and bool(node.orelse)
+        if not isinstance(node, For | If) or attr != "body" or has_else:
             return None
         out.append((parent, node, k))
         *up, (up_attr, up_k) = parent
