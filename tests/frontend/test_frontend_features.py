@@ -264,9 +264,7 @@ def callee(n: size, src: [f32][n], dst: f32[n], s: f32, b: bool):
     pass
 
 
-# Parsed with parse_source: the definition-time bounds check that @proc runs cannot yet
-# match a constant size argument (8) against the callee's shapes.
-CALLER = """
+@proc
 def caller(n: size, A: f32[n, 8], B: f32[8], s: f32):
     for i in seq(0, n):
         callee(8, A[i, :], B, A[i, 0], i < 2)
@@ -274,11 +272,10 @@ def caller(n: size, A: f32[n, 8], B: f32[8], s: f32):
     with scope("outer"):
         with scope("k", target="cuda"):
             pass
-"""
 
 
 def test_calls() -> None:
-    p = ir_of(CALLER, callee=callee)
+    p = caller.ir()
     _n, A, B, s = (a.sym for a in p.args)
     loop, sc = p.body
     assert isinstance(loop, For)
