@@ -269,7 +269,7 @@ def caller(n: size, A: f32[n, 8], B: f32[8], s: f32):
     for i in seq(0, n):
         callee(8, A[i, :], B, A[i, 0], i < 2)
         callee(8, B, B, s, True)
-    with scope("outer"):
+    with scope("outer"):  # noqa: SIM117 - nested scopes are what is tested
         with scope("k", target="cuda"):
             pass
 
