@@ -196,7 +196,7 @@ def forward_loc(m: PathMap, loc: Loc) -> Loc | Dead:
             return out if isinstance(out, Dead) else ArgLoc(out[0][1])
         case GapLoc():
             out = m(loc.anchor)
-            return out if isinstance(out, Dead) else GapLoc(out, loc.side)
+            return out if isinstance(out, Dead) else GapLoc(out, loc.side, loc.attr)
         case BlockLoc():
             return _forward_block(m, loc)
         case NoLoc():

@@ -29,6 +29,8 @@ def locator(loc: Loc, var: str = "p") -> str:
             head = format_path(loc.parent)
             text = f"{head + '.' if head else ''}{loc.attr}[{loc.lo}:{loc.hi}]"
             return f"{var}.at({text!r})"
+        case GapLoc() if loc.side == "start":
+            return f"{var}.at({format_path(loc.anchor)!r}).start({loc.attr!r})"
         case GapLoc():
             return f"{var}.at({format_path(loc.anchor)!r}).{loc.side}()"
         case ArgLoc():
@@ -66,8 +68,10 @@ class _Script:
     def cursor(self, raw: Cursor, forwarded: Any) -> str:
         held = self.held(raw.proc().version, raw.loc)
         if held is None and isinstance(raw.loc, GapLoc):
-            anchor = self.held(raw.proc().version, NodeLoc(raw.loc.anchor))
-            held = f"{anchor}.{raw.loc.side}()" if anchor is not None else None
+            loc = raw.loc
+            anchor = self.held(raw.proc().version, NodeLoc(loc.anchor))
+            how = f"start({loc.attr!r})" if loc.side == "start" else f"{loc.side}()"
+            held = f"{anchor}.{how}" if anchor is not None else None
         if held is not None:
             return held
         assert isinstance(forwarded, Cursor)

@@ -7,7 +7,8 @@ A cursor is a (proc, location) pair. Locations extend the node paths of
 - a **gap**: ``GapLoc(anchor, side)`` is the space just before or after the statement at
   ``anchor``. A gap is anchored to a statement (as in Exo) rather than stored as a position,
   so that it forwards with that statement: the gap after ``x = 1`` stays after it whatever is
-  inserted elsewhere.
+  inserted elsewhere. ``GapLoc(stmt, "start", attr)`` is the start of the list ``attr`` of
+  the statement ``stmt`` (the only gap of an empty ``orelse``), anchored to that statement.
 
 ``ArgLoc(i)`` names the i-th parameter; ``NoLoc`` is the location of an invalid cursor.
 Paths print as ``body[0].body[2].rhs.lhs`` (``format_path``/``parse_path``), the form
@@ -22,7 +23,7 @@ from typing import Literal, TypeAlias
 
 from cursched.ir.paths import Path
 
-GapSide: TypeAlias = Literal["before", "after"]
+GapSide: TypeAlias = Literal["before", "after", "start"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +49,18 @@ class BlockLoc:
 
 @dataclass(frozen=True, slots=True)
 class GapLoc:
-    """The gap on ``side`` of the statement at ``anchor``."""
+    """The gap on ``side`` of the statement at ``anchor`` (for ``"start"``: at the start of
+    its list ``attr``).
+    """
 
     anchor: Path
     side: GapSide
+    attr: str = "body"
 
     def position(self) -> tuple[Path, str, int]:
         """(parent path, attribute, index in that list) of the gap."""
+        if self.side == "start":
+            return self.anchor, self.attr, 0
         *parent, (attr, index) = self.anchor
         return tuple(parent), attr, index + (1 if self.side == "after" else 0)
 

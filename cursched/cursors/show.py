@@ -28,6 +28,8 @@ def loc_text(loc: Loc) -> str:
         case BlockLoc():
             head = format_path(loc.parent)
             return f"{head + '.' if head else ''}{loc.attr}[{loc.lo}:{loc.hi}]"
+        case GapLoc() if loc.side == "start":
+            return f"start of {format_path(loc.anchor)}.{loc.attr}"
         case GapLoc():
             return f"{loc.side} {format_path(loc.anchor)}"
         case ArgLoc():

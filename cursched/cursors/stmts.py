@@ -86,6 +86,14 @@ class StmtCursor(Cursor):
         """The gap just after this statement."""
         return GapCursor(self._proc, GapLoc(self.path(), "after"))
 
+    def start(self, attr: str = "body") -> GapCursor:
+        """The gap at the start of this statement's list ``attr`` (``"body"``, ``"orelse"``):
+        the way to point into an empty ``orelse``. It stays at the start of that list.
+        """
+        if attr not in ("body", "orelse") or not hasattr(self.node(), attr):
+            raise CursorError(f"{self.describe()} has no statement list {attr!r}")
+        return GapCursor(self._proc, GapLoc(self.path(), "start", attr))
+
     def as_block(self) -> BlockCursor:
         """The block holding just this statement."""
         *parent, (attr, i) = self.path()
@@ -106,7 +114,7 @@ class StmtCursor(Cursor):
             case BlockLoc():
                 inner = (*loc.parent, (loc.attr, loc.lo))
             case GapLoc():
-                inner = loc.anchor
+                inner = (*loc.anchor, (loc.attr, 0)) if loc.side == "start" else loc.anchor
             case ArgLoc() | NoLoc():
                 return False
             case _:
@@ -371,14 +379,18 @@ class GapCursor(Cursor):
         return self._loc
 
     def anchor(self) -> StmtCursor:
-        """The statement the gap is attached to."""
+        """The statement the gap is attached to (for a ``"start"`` gap: the one whose list it
+        starts).
+        """
         return stmt_at(self._proc, self.gap().anchor)
 
     def side(self) -> GapSide:
-        """``"before"`` or ``"after"`` its anchor."""
+        """``"before"`` or ``"after"`` its anchor, or ``"start"`` of the anchor's list."""
         return self.gap().side
 
     def describe(self) -> str:
+        if self.side() == "start":
+            return f"Gap at the start of the {self.gap().attr} of {self.anchor().describe()}"
         return f"Gap {self.side()} {self.anchor().describe()}"
 
     def position(self) -> tuple[Path, str, int]:
@@ -397,15 +409,23 @@ class GapCursor(Cursor):
         return hash((id(self._proc), self.position()))
 
     def parent(self) -> Cursor:
-        return self.anchor().parent()
+        a = self.anchor()
+        return a if self.side() == "start" else a.parent()
 
     def next(self) -> Cursor:
         """The statement just after the gap (or an invalid cursor)."""
         a = self.anchor()
+        if self.side() == "start":
+            parent, attr, _ = self.position()
+            if stmt_list(self._proc.ir(), parent, attr):
+                return make_cursor(self._proc, NodeLoc((*parent, (attr, 0))))
+            return _invalid(self._proc, "an empty list")
         return a if self.side() == "before" else a.next()
 
     def prev(self) -> Cursor:
         """The statement just before the gap (or an invalid cursor)."""
+        if self.side() == "start":
+            return _invalid(self._proc, "the start of a list")
         a = self.anchor()
         return a if self.side() == "after" else a.prev()
 

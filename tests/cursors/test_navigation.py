@@ -170,3 +170,28 @@ def test_stride_and_types() -> None:
     assert s.type().is_integer()
     with pytest.raises(CursorError, match="has no dim"):
         g.find("A[_]").dim()
+
+
+def test_start_gaps_point_into_empty_lists() -> None:
+    from cursched import insert_pass, proc
+
+    @proc
+    def h(n: size, x: f32[n] @ DRAM):
+        for i in seq(0, n):
+            if i < 3:
+                x[i] = 0.0
+
+    cond = h.find("if _: _")
+    gap = cond.start("orelse")
+    assert gap.side() == "start" and gap.anchor() == cond and gap.parent() == cond
+    assert not gap.next() and not gap.prev()
+    assert "Gap at the start of the orelse of If" in gap.describe()
+    assert "[GAP]" in str(gap) and "else:" in str(gap)
+    assert cond.start() == cond.body()[0].before()  # equal by position
+    assert cond.start().next() == cond.body()[0]
+    p, res = insert_pass(h, gap)
+    assert p.forward(cond).orelse()[0] == res.stmt  # type: ignore[union-attr]
+    assert p.forward(gap) == res.stmt.before()
+    assert "p.at('body[0].body[0]').start('orelse')" in p.history()
+    with pytest.raises(CursorError, match="has no statement list"):
+        cond.body()[0].start()
