@@ -513,7 +513,21 @@ def simplify_aff(a: Aff, ranges: Mapping[Sym, Bound] | None = None) -> Aff:
     out = Aff.num(a.const)
     for atom, c in a.terms:
         out = out + _simplify_atom(atom, rs).scale(c)
-    return out
+    return _fold_divmod(out)
+
+
+def _fold_divmod(a: Aff) -> Aff:
+    """Fold ``m * k * (x / k) + m * (x % k)`` back into ``m * x`` (what merging split loops
+    leaves behind)."""
+    coeffs = dict(a.terms)
+    for atom, c in a.terms:
+        if not isinstance(atom, Mod):
+            continue
+        d = Div(atom.num, atom.k)
+        if coeffs.get(d) == c * atom.k and coeffs.get(atom) == c:
+            rest = Aff(tuple(t for t in a.terms if t[0] != atom and t[0] != d), a.const)
+            return _fold_divmod(rest + atom.num.scale(c))
+    return a
 
 
 def _ranges_of(ctx: HasRanges | Mapping[Sym, Bound] | None) -> Mapping[Sym, Bound]:

@@ -73,6 +73,14 @@ def test_division_normalisation() -> None:
     assert text(b("%", c(-7), c(2))) == "1"
 
 
+def test_div_mod_pairs_fold_back() -> None:
+    x = b("+", b("*", c(3), r(J)), r(N))
+    e = b("+", b("*", c(4), b("/", x, c(4))), b("%", x, c(4)))
+    assert text(e) == "n + 3 * j"
+    assert text(b("*", c(2), e)) == "2 * n + 6 * j"
+    assert text(b("+", b("*", c(4), b("/", r(J), c(4))), b("%", r(J), c(2)))) != "j"
+
+
 def test_simplify_with_ranges() -> None:
     e = b("/", b("+", b("*", c(4), r(IO)), r(II)), c(4))
     assert print_expr(af.simplify_expr(e, RANGES)) == "io"
