@@ -21,7 +21,7 @@ from cursched.ir.traversal import free_syms_expr
 from cursched.ir.types import TensorType
 from cursched.primitives.buffer_common import buffer_scope, scope_stmts, uses_of
 from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 
@@ -175,10 +175,25 @@ def _first_unfilled_read(body: tuple[Stmt, ...], buf: Sym, ctx: PathContext) -> 
                 bad.append(r)
         if not bad:
             continue
-        if isinstance(s, For) and _first_unfilled_read(s.body, buf, ctx.enter_loop(s)) is None:
-            continue  # every iteration of the inner loop fills before it reads
+        if _fills_inside(s, buf, ctx):
+            continue
         return bad[0]
     return None
+
+
+def _fills_inside(s: Stmt, buf: Sym, ctx: PathContext) -> bool:
+    """Whether every run of each body nested in ``s`` writes before it reads (an inner loop's
+    every iteration, both branches of an ``if``)."""
+    match s:
+        case For():
+            return _first_unfilled_read(s.body, buf, ctx.enter_loop(s)) is None
+        case If():
+            ok = _first_unfilled_read(s.body, buf, ctx.enter_if(s.cond, True)) is None
+            return ok and _first_unfilled_read(s.orelse, buf, ctx.enter_if(s.cond, False)) is None
+        case Scope():
+            return _first_unfilled_read(s.body, buf, ctx) is None
+        case _:
+            return False
 
 
 @primitive
@@ -271,7 +286,7 @@ class DeleteBufferCursors(PrimCursors):
 
 
 @primitive
-def delete_buffer(proc: Proc, buf: AllocCursor) -> Rewrite[DeleteBufferCursors]:
+def delete_buffer(proc: Proc, buf: Buffer) -> Rewrite[DeleteBufferCursors]:
     """Delete an allocation nothing uses.
 
     Args:
@@ -346,7 +361,7 @@ class ReuseBufferCursors(PrimCursors):
 
 
 @primitive
-def reuse_buffer(proc: Proc, buf: AllocCursor, replace: AllocCursor) -> Rewrite[ReuseBufferCursors]:
+def reuse_buffer(proc: Proc, buf: Buffer, replace: Buffer) -> Rewrite[ReuseBufferCursors]:
     """Use the dead buffer ``buf`` instead of allocating ``replace``.
 
     Args:

@@ -53,7 +53,7 @@ from cursched.primitives.loop_common import (
     safety,
     same_pairs,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # what a planned use becomes: the buffer it now uses and its new indices / window coordinates
@@ -237,7 +237,7 @@ class ExpandDimBoundsError(SchedulingError):
 
 
 @primitive
-def expand_dim(proc: Proc, buf: AllocCursor, size: Any, index: Any) -> Rewrite[DimCursors]:
+def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCursors]:
     """Add a new outermost dimension to an allocation; every access uses ``index`` in it.
 
     Args:
@@ -273,6 +273,7 @@ def expand_dim(proc: Proc, buf: AllocCursor, size: Any, index: Any) -> Rewrite[D
     """
     prim = "expand_dim"
     a = _alloc_of(buf, prim)
+    assert isinstance(buf, AllocCursor)
     n = _expr(proc, buf.path(), size, prim, buf, "size", ExpandDimSizeError)
     _positive(proc, buf, n, ExpandDimSizeError, prim)
 
@@ -309,7 +310,7 @@ class ResizeDimBoundsError(SchedulingError):
 
 @primitive
 def resize_dim(
-    proc: Proc, buf: AllocCursor, dim: int, size: Any, offset: Any = 0
+    proc: Proc, buf: Buffer, dim: int, size: Any, offset: Any = 0
 ) -> Rewrite[DimCursors]:
     """Change the size of one dimension; accesses shift by ``-offset``.
 
@@ -343,6 +344,7 @@ def resize_dim(
     """
     prim = "resize_dim"
     a = _alloc_of(buf, prim)
+    assert isinstance(buf, AllocCursor)
     d = _dim(a, dim, prim, buf)
     n = _expr(proc, buf.path(), size, prim, buf, "size", ResizeDimSizeError)
     _positive(proc, buf, n, ResizeDimSizeError, prim)
@@ -380,7 +382,7 @@ class RearrangeDimPermError(SchedulingError):
 
 
 @primitive
-def rearrange_dim(proc: Proc, buf: AllocCursor, permutation: Any) -> Rewrite[DimCursors]:
+def rearrange_dim(proc: Proc, buf: Buffer, permutation: Any) -> Rewrite[DimCursors]:
     """Permute the dimensions of an allocation: new dimension ``k`` is old ``permutation[k]``.
 
     Args:
@@ -408,6 +410,7 @@ def rearrange_dim(proc: Proc, buf: AllocCursor, permutation: Any) -> Rewrite[Dim
     """
     prim = "rearrange_dim"
     a = _alloc_of(buf, prim)
+    assert isinstance(buf, AllocCursor)
     rank = len(_shape(a))
     perm = tuple(permutation) if isinstance(permutation, list | tuple) else ()
     if sorted(perm) != list(range(rank)) or any(isinstance(x, bool) for x in perm) or not rank:
@@ -446,7 +449,7 @@ class DivideDimNotDivisibleError(SchedulingError):
 
 
 @primitive
-def divide_dim(proc: Proc, buf: AllocCursor, dim: int, quotient: int) -> Rewrite[DimCursors]:
+def divide_dim(proc: Proc, buf: Buffer, dim: int, quotient: int) -> Rewrite[DimCursors]:
     """Split dimension ``dim`` of size ``n`` into ``n / quotient`` and ``quotient``.
 
     Args:
@@ -476,6 +479,7 @@ def divide_dim(proc: Proc, buf: AllocCursor, dim: int, quotient: int) -> Rewrite
     """
     prim = "divide_dim"
     a = _alloc_of(buf, prim)
+    assert isinstance(buf, AllocCursor)
     d = _dim(a, dim, prim, buf)
     if isinstance(quotient, bool) or not isinstance(quotient, int) or quotient < 2:
         raise fail(
@@ -520,7 +524,7 @@ class MultDimNotConstError(SchedulingError):
 
 
 @primitive
-def mult_dim(proc: Proc, buf: AllocCursor, hi_dim: int, lo_dim: int) -> Rewrite[DimCursors]:
+def mult_dim(proc: Proc, buf: Buffer, hi_dim: int, lo_dim: int) -> Rewrite[DimCursors]:
     """Merge dimension ``lo_dim`` (constant size ``c``) into ``hi_dim``: ``[hi * c + lo]``.
 
     Args:
@@ -550,6 +554,7 @@ def mult_dim(proc: Proc, buf: AllocCursor, hi_dim: int, lo_dim: int) -> Rewrite[
     """
     prim = "mult_dim"
     a = _alloc_of(buf, prim)
+    assert isinstance(buf, AllocCursor)
     h, lo_d = _dim(a, hi_dim, prim, buf), _dim(a, lo_dim, prim, buf)
     if h == lo_d:
         raise fail(DimIndexError, prim, "hi_dim and lo_dim must differ", buf)
@@ -615,7 +620,7 @@ class UnrollBufferCursors(PrimCursors):
 
 
 @primitive
-def unroll_buffer(proc: Proc, buf: AllocCursor, dim: int) -> Rewrite[UnrollBufferCursors]:
+def unroll_buffer(proc: Proc, buf: Buffer, dim: int) -> Rewrite[UnrollBufferCursors]:
     """Replace an allocation by one allocation per index of a constant dimension.
 
     Args:
@@ -647,6 +652,7 @@ def unroll_buffer(proc: Proc, buf: AllocCursor, dim: int) -> Rewrite[UnrollBuffe
     """
     prim = "unroll_buffer"
     a = _alloc_of(buf, prim)
+    assert isinstance(buf, AllocCursor)
     d = _dim(a, dim, prim, buf)
     shape = _shape(a)
     c = shape[d]
