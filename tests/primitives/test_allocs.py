@@ -56,8 +56,8 @@ def parallel(n: size, x: f32[n] @ DRAM):
 
 @proc
 def lonely(n: size):
-    for i in seq(0, n):
-        t: f32 @ DRAM
+    for i in seq(0, n):  # noqa: B007
+        t: f32 @ DRAM  # noqa: F842
 
 
 @proc
@@ -94,7 +94,7 @@ def two(x: f32[4] @ DRAM, y: f32[4] @ DRAM):
     c: f32[3] @ DRAM
     for j in seq(0, 3):
         c[j] = 0.0
-    u: f32 @ DRAM
+    u: f32 @ DRAM  # noqa: F842
 
 
 @proc
