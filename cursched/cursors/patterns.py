@@ -5,7 +5,8 @@ apply: a pattern mentions no types). ``_`` matches anything (an expression, a na
 statement, or a whole body when it is the body's only statement); ``#n`` at the end picks the
 n-th match, counting from 0 as in Exo; ``;`` separates the statements of a sequence pattern,
 which matches consecutive statements and yields a block cursor. Statements are matched in
-pre-order (source order); expressions in pre-order within each statement.
+pre-order (source order); expressions in pre-order within each statement, after those of the
+asserts when searching a whole proc.
 
 No match, or a malformed pattern, raises ``PatternError`` listing the closest candidates.
 """
@@ -302,6 +303,17 @@ def _expr_roots(stmts: list[tuple[Path, Stmt]]) -> Iterator[tuple[Path, Any]]:
                 yield (*path, step), c
 
 
+def _roots(
+    proc: Proc, within: Cursor | None, stmts: list[tuple[Path, Stmt]], expr_paths: list[Path]
+) -> list[tuple[Path, Any]]:
+    """The expressions to search from: the cursor's own, or the asserts then the statements'."""
+    ir = proc.ir()
+    if expr_paths:
+        return [(p, get_at(ir, p)) for p in expr_paths]
+    preds = [((("preds", i),), e) for i, e in enumerate(ir.preds)] if within is None else []
+    return [*preds, *_expr_roots(stmts)]
+
+
 def _walk_expr(node: Any, path: Path) -> Iterator[tuple[Path, Any]]:
     yield path, node
     for step, c in children(node):
@@ -312,7 +324,7 @@ def _matches(proc: Proc, pat: Pattern, within: Cursor | None) -> Iterator[Cursor
     stmts, expr_paths = _scope(proc, within)
     if pat.expr is not None:
         e = pat.expr
-        roots = [(p, get_at(proc.ir(), p)) for p in expr_paths] or list(_expr_roots(stmts))
+        roots = _roots(proc, within, stmts, expr_paths)
         for root_path, root in roots:
             for path, node in _walk_expr(root, root_path):
                 if is_expr(node) and match_expr(e, node):
@@ -417,7 +429,7 @@ def _no_match(proc: Proc, pat: Pattern, within: Cursor | None, count: int) -> An
     if pat.expr is not None:
         from cursched.ir.printer import print_expr
 
-        roots = [get_at(proc.ir(), p) for p in expr_paths] or [e for _, e in _expr_roots(stmts)]
+        roots = [e for _, e in _roots(proc, within, stmts, expr_paths)]
         texts = list(
             dict.fromkeys(print_expr(x) for r in roots for _, x in _walk_expr(r, ()) if is_expr(x))
         )

@@ -155,3 +155,18 @@ def test_literals_match_by_kind() -> None:
     assert small.find("2").path() == (("body", 0), ("hi", -1))
     assert small.find("2.0").path()[-1] == ("rhs", -1)
     assert calls_and_scopes.find("-x[_]").kind() == "USub"
+
+
+def test_expressions_in_asserts() -> None:
+    @proc
+    def g(n: size, x: f32[n] @ DRAM):
+        assert n % 4 == 0
+        for i in seq(0, n):
+            x[i] = 0.0
+
+    e = g.find("n % 4")
+    assert e.path() == (("preds", 0), ("lhs", -1)) and e.op() == "%"
+    assert e.parent().op() == "=="
+    assert "^^^^^" in str(e)
+    with pytest.raises(PatternError):
+        g.find_loop("i").find("n % 4")  # below a cursor: only its subtree
