@@ -94,7 +94,7 @@ def windowed(n: size, x: f32[n, 4] @ DRAM):
 
 
 @proc
-def ones(a: [f32][2, 2] @ DRAM):
+def ones(a: [f32][2, 2] @ DRAM):  # noqa: RUF016
     for r in seq(0, 2):
         for s in seq(0, 2):
             a[r, s] = 1.0
@@ -267,6 +267,7 @@ def test_divide_dim_window_over_dim() -> None:
 def test_mult_dim_with_window(golden) -> None:  # type: ignore[no-untyped-def]
     p, c = mult_dim(windowed, "t", 0, 1)
     golden.check(p)
+    assert len(c.accesses) == 2
     assert "t[4 * i:4 * i + 4]" in str(p)
     assert_equivalent(windowed, p, trials=2)
 
