@@ -88,6 +88,7 @@ def split(
     factor: int,
     names: tuple[str, str] | None = None,
     tail: Tail = "guard",
+    perfect: bool = False,
 ) -> Rewrite[SplitCursors]:
     """Divide a loop into an outer loop and an inner loop of ``factor`` iterations.
 
@@ -103,6 +104,7 @@ def split(
             tail loop in an ``if`` that skips it when it is empty; ``"perfect"`` proves that
             there are none. When the remainder is syntactically zero (a constant trip count
             that ``factor`` divides), every mode makes no tail and no guard.
+        perfect: Exo's spelling of ``tail="perfect"`` (``divide_loop(..., perfect=True)``).
 
     Returns:
         The new proc and ``SplitCursors``:
@@ -150,6 +152,8 @@ def split(
     ):
         msg = f"names must be two different identifiers, got {names!r}"
         raise fail(SplitNamesError, name, msg, loop)
+    if perfect:
+        tail = "perfect"
     if tail not in TAILS:
         raise fail(SplitTailError, name, f"tail must be one of {TAILS}, got {tail!r}", loop)
     ir, path = proc.ir(), loop.path()

@@ -8,7 +8,7 @@ import pytest
 
 from cursched import DRAM, fission, fuse, proc, reorder_loops
 from cursched.cursors import ForCursor, GapCursor, IfCursor, Tombstone
-from cursched.errors import StaleCursorError
+from cursched.errors import PatternError, StaleCursorError
 from cursched.primitives.loop_nests import (
     FissionAtEdgeError,
     FissionDependenceError,
@@ -65,6 +65,23 @@ def test_reorder_golden_forwarding_equivalent(golden) -> None:  # type: ignore[n
     assert p.forward(i_loop) == c.inner and p.forward(j_loop) == c.outer
     assert p.forward(body) == c.inner.body()[0]
     assert_equivalent(transpose, p, trials=3)
+
+
+def test_reorder_exo_shorthand() -> None:
+    p, c = reorder_loops(transpose, "i j")
+    q, _ = reorder_loops(transpose, "i")
+    assert str(p) == str(q) and c.outer.name() == "j"
+    assert "reorder_loops(p, 'i j')" in p.history()
+    with pytest.raises(PatternError):
+        reorder_loops(transpose, "j i")
+
+
+def test_reorder_stale_cursor() -> None:
+    p, _ = fuse(
+        producer_consumer, producer_consumer.find_loop("i"), producer_consumer.find_loop("j")
+    )
+    with pytest.raises(StaleCursorError, match="fused into `fused`"):
+        reorder_loops(p, producer_consumer.find_loop("j"))
 
 
 def test_reorder_not_nested() -> None:

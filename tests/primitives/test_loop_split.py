@@ -105,6 +105,14 @@ def test_split_perfect_proven_from_assert(golden) -> None:  # type: ignore[no-un
     assert_equivalent(aligned, p, trials=3)
 
 
+def test_split_perfect_exo_spelling() -> None:
+    p, c = split(aligned, "i", 8, ["io", "ii"], perfect=True)
+    q, _ = split(aligned, "i", 8, ("io", "ii"), tail="perfect")
+    assert str(p) == str(q) and not c.tail and not c.guard
+    with pytest.raises(SplitNotPerfectError):
+        split(scale, "i", 4, perfect=True)
+
+
 def test_split_iterates_as_cursors() -> None:
     _, (outer, inner, tail, guard, body) = split(scale, "i", 4, tail="cut")
     assert outer.name() == "io" and inner.name() == "ii" and tail and not guard
