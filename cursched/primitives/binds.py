@@ -1,0 +1,518 @@
+"""Binding and inlining primitives: ``bind_expr``, ``inline_assign``, ``inline_window``.
+
+``bind_expr`` names a data expression in a new scalar; ``inline_assign`` is its inverse for a
+scalar assigned once; ``inline_window`` replaces a window name by the accesses it stands for.
+Moving a data expression between statements is exact only between statements of one
+precision (docs/semantics.md: an expression is computed in its destination's precision), and
+only while nothing it reads is written in between; both are preconditions, checked
+syntactically on whole buffers (conservative: a write to another element of a buffer the
+expression reads also refuses).
+"""
+
+from __future__ import annotations
+
+import keyword
+from collections.abc import Sequence
+
+from cursched.analysis import affine as af
+from cursched.analysis.context import context_of
+from cursched.cursors import (
+    AssignCursor,
+    BlockLoc,
+    Editor,
+    ExprCursor,
+    NodeLoc,
+    StmtCursor,
+)
+from cursched.cursors.edits import Rewrite
+from cursched.cursors.tree import stmt_list, walk
+from cursched.errors import SchedulingError
+from cursched.ir.memory import DRAM
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    BinOp,
+    Expr,
+    Interval,
+    Point,
+    ProcDef,
+    Read,
+    Reduce,
+    StrideExpr,
+    WAccess,
+    WindowExpr,
+    WindowStmt,
+)
+from cursched.ir.paths import Path, get_at, is_prefix
+from cursched.ir.printer import print_expr
+from cursched.ir.symbols import Sym
+from cursched.ir.types import INDEX, DataType
+from cursched.primitives.expr_common import (
+    buffers_read,
+    buffers_written,
+    decl_type,
+    dest_type,
+    fresh,
+    is_data,
+    same_expr,
+    stmt_path_of,
+)
+from cursched.primitives.exprs import NotInBodyError, OverlappingExprsError
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.proc import Proc
+
+# ----------------------------------------------------------------------------------- errors
+
+
+class NotBindableError(SchedulingError):
+    """bind_expr, precondition 2: an expression is not a data value computed by an
+    assignment or reduction (a control value, a window, a call argument)."""
+
+
+class ExprsDifferError(SchedulingError):
+    """bind_expr, precondition 3: the expressions are not all the same."""
+
+
+class BadBindNameError(SchedulingError):
+    """bind_expr, precondition 4: the new name is not a valid identifier."""
+
+
+class ExprsNotAfterFirstError(SchedulingError):
+    """bind_expr, precondition 5: an expression is neither in the statement of the first one
+    nor in a statement after it in the same block."""
+
+
+class PrecisionMismatchError(SchedulingError):
+    """bind_expr / inline_assign: statements of different precisions would share a value."""
+
+
+class ReadsChangedError(SchedulingError):
+    """bind_expr / inline_assign: a buffer the expression reads is written between the point
+    where it is computed and a use."""
+
+
+class NotAnAssignError(SchedulingError):
+    """inline_assign, precondition 1: the statement is not an assignment ``x = e``."""
+
+
+class NotALocalScalarError(SchedulingError):
+    """inline_assign, precondition 2: the assignment does not write a scalar allocated in the
+    proc (a parameter's final value is seen by the caller)."""
+
+
+class WrittenElsewhereError(SchedulingError):
+    """inline_assign, precondition 3: the scalar is written by another statement too."""
+
+
+class ReadElsewhereError(SchedulingError):
+    """inline_assign, precondition 4: the scalar is read somewhere other than after the
+    assignment in its block, or as a call argument."""
+
+
+class NotAWindowError(SchedulingError):
+    """inline_window, precondition 1: the statement is not a window statement ``y = x[...]``."""
+
+
+# ---------------------------------------------------------------------------- shared checks
+
+
+def _check_unchanged(
+    prim: str,
+    ir: ProcDef,
+    block: BlockLoc,
+    last: int,
+    expr: Expr,
+    where: StmtCursor | ExprCursor,
+    what: str,
+) -> None:
+    """Refuse when a statement of ``block`` from ``block.lo`` up to the last use (statement
+    ``last``) may write a buffer ``expr`` reads. The last statement counts only when it is
+    compound: an assignment evaluates its right-hand side before it writes.
+    """
+    stmts = stmt_list(ir, block.parent, block.attr)
+    upto = last if isinstance(stmts[last], Assign | Reduce) else last + 1
+    span = stmts[block.lo : upto]
+    if not span:
+        return
+    ctx = context_of(ir, (*block.parent, (block.attr, block.lo)))
+    clash = buffers_read(expr, ctx.windows) & buffers_written(span, ctx.windows)
+    if clash:
+        names = ", ".join(sorted(s.name for s in clash))
+        msg = f"{what} {print_expr(expr)} reads {names}, which is written before a use"
+        raise fail(ReadsChangedError, prim, msg, where)
+
+
+def _sibling_index(block: BlockLoc, path: Path) -> int | None:
+    """The index in ``block``'s list of the statement holding ``path`` (None: elsewhere)."""
+    n = len(block.parent)
+    if len(path) <= n or path[:n] != block.parent or path[n][0] != block.attr:
+        return None
+    return path[n][1]
+
+
+# -------------------------------------------------------------------------------- bind_expr
+
+
+@prim_cursors
+class BindExprCursors(PrimCursors):
+    """What ``bind_expr`` returns.
+
+    Attributes:
+        alloc: the new scalar's allocation.
+        assign: the assignment computing the expression into it.
+        reads: the reads of the new scalar that replaced the expressions, in the order given.
+    """
+
+    alloc: StmtCursor
+    assign: AssignCursor
+    reads: tuple[ExprCursor, ...]
+
+
+@primitive
+def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[BindExprCursors]:
+    """Compute a data expression once into a new scalar and read that instead.
+
+    The scalar is allocated (``DRAM``) and assigned right before the statement holding the
+    first of the expressions (in program order); its precision is that statement's
+    destination precision, in which the expression was computed.
+
+    Args:
+        proc: the proc to rewrite.
+        exprs: the occurrences of the expression (cursors or patterns; one or several).
+        name: the new scalar's name.
+
+    Returns:
+        The new proc and ``BindExprCursors``:
+        ``alloc``: the new allocation;
+        ``assign``: the new assignment ``name = expr``;
+        ``reads``: the reads of ``name`` standing where the expressions were.
+
+    Preconditions:
+        1. every expression is inside the body (``NotInBodyError``), none inside another or
+           given twice (``OverlappingExprsError``).
+        2. each is a data value on the right of an ``=`` or ``+=`` (``NotBindableError``).
+        3. they are the same expression: same tree, reads, operators and constants, indices
+           proven equal (``ExprsDifferError``).
+        4. ``name`` is a valid identifier (``BadBindNameError``).
+        5. each is in the statement holding the first, or in a later statement of the same
+           block (``ExprsNotAfterFirstError``).
+        6. the statements holding them compute in one precision (``PrecisionMismatchError``).
+        7. no buffer the expression reads is written from the first statement up to the last
+           use (``ReadsChangedError``).
+
+    Forwards/Kills:
+        Kills the bound expressions and every node inside them (hint: "bound to ``name`` by
+        bind_expr; use .reads"). Statements keep their identity.
+
+    Example:
+        ``bind_expr(p, ["32.0 * x[_]"], "b")``::
+
+            a = 32.0 * x[i] + 4.0    ->    b: f32 @ DRAM
+                                           b = 32.0 * x[i]
+                                           a = b + 4.0
+    """
+    prim = "bind_expr"
+    ir = proc.ir()
+    paths = [_in_body_path(prim, e) for e in exprs]
+    for i, a in enumerate(paths):
+        for j, b in enumerate(paths):
+            if i != j and is_prefix(a, b):
+                msg = f"{exprs[j].describe()} is inside (or the same as) {exprs[i].describe()}"
+                raise fail(OverlappingExprsError, prim, msg, exprs[j])
+    stmts: list[Path] = []
+    for e, path in zip(exprs, paths, strict=True):
+        sp = stmt_path_of(ir, path)
+        holder = get_at(ir, sp)
+        if not (is_data(e.node()) and isinstance(holder, Assign | Reduce)):
+            msg = f"{e.describe()} is not a data value on the right of an = or +="
+            raise fail(NotBindableError, prim, msg, e)
+        stmts.append(sp)
+    order = sorted(range(len(exprs)), key=lambda k: stmts[k])
+    first = order[0]
+    s0 = stmts[first]
+    ctx = context_of(ir, s0)
+    e0: Expr = exprs[first].node()
+    for k in order[1:]:
+        if not same_expr(e0, exprs[k].node(), ctx):
+            msg = f"{exprs[k].describe()} differs from {exprs[first].describe()}"
+            raise fail(ExprsDifferError, prim, msg, exprs[k])
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise fail(BadBindNameError, prim, f"{name!r} is not a valid name", exprs[first])
+    *parent, (attr, lo) = s0
+    block = BlockLoc(tuple(parent), attr, lo, lo + 1)
+    last = lo
+    for k in order:
+        at = _sibling_index(block, stmts[k])
+        if at is None or at < lo:
+            msg = f"{exprs[k].describe()} is not in or after the statement of the first"
+            raise fail(ExprsNotAfterFirstError, prim, msg, exprs[k])
+        last = max(last, at)
+    precision = dest_type(ir, get_at(ir, s0))
+    for k in order:
+        if dest_type(ir, get_at(ir, stmts[k])) != precision:
+            msg = (
+                f"{exprs[k].describe()} is computed in another precision than "
+                f"{exprs[first].describe()}"
+            )
+            raise fail(PrecisionMismatchError, prim, msg, exprs[k])
+    _check_unchanged(prim, ir, block, last, e0, exprs[first], "the expression")
+    assert isinstance(precision, DataType), "a write's destination is data"
+    sym = Sym(name)
+    ed = Editor(ir)
+    new = ed.insert(
+        (block.parent, attr, lo), (Alloc(sym, precision, DRAM), Assign(sym, (), fresh(e0)))
+    )
+    alloc_loc, assign_loc = (NodeLoc(p) for p in new.stmt_paths())
+    reads: list[NodeLoc] = []
+    for path in paths:
+        loc = ed.forward(NodeLoc(path))
+        assert isinstance(loc, NodeLoc)
+        hint = f"bound to `{name}` by bind_expr; use .reads"
+        reads.append(ed.replace_node(loc, Read(sym, (), precision), hint=hint))
+    return ed.done(BindExprCursors, alloc=alloc_loc, assign=assign_loc, reads=tuple(reads))
+
+
+def _in_body_path(prim: str, e: ExprCursor) -> Path:
+    path = e.path()
+    if not path or path[0][0] != "body":
+        raise fail(NotInBodyError, prim, f"{e.describe()} is not inside the proc's body", e)
+    return path
+
+
+# ---------------------------------------------------------------------------- inline_assign
+
+
+@prim_cursors
+class InlineCursors(PrimCursors):
+    """What ``inline_assign`` and ``inline_window`` return.
+
+    Attributes:
+        reads: the rewritten uses, in program order (for ``inline_assign`` the copies of the
+            assigned expression; for ``inline_window`` the accesses of the viewed buffer,
+            writes included, that replaced the window's uses).
+    """
+
+    reads: tuple[ExprCursor | StmtCursor, ...]
+
+
+@primitive
+def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
+    """Replace the reads of a scalar by the expression last assigned to it, and delete the
+    assignment.
+
+    Args:
+        proc: the proc to rewrite.
+        assign: the assignment ``x = e`` (a cursor or a pattern such as ``"x = _"``).
+
+    Returns:
+        The new proc and ``InlineCursors``:
+        ``reads``: the copies of ``e`` standing where ``x`` was read.
+
+    Preconditions:
+        1. ``assign`` is an assignment ``x = e`` (``NotAnAssignError``).
+        2. ``x`` is a scalar allocated in the proc, not a parameter (``NotALocalScalarError``).
+        3. no other statement writes ``x`` (``WrittenElsewhereError``).
+        4. every read of ``x`` is in a statement after the assignment in its block, as a data
+           operand (not a call argument) (``ReadElsewhereError``).
+        5. the statements reading ``x`` compute in ``x``'s precision
+           (``PrecisionMismatchError``).
+        6. no buffer ``e`` reads is written between the assignment and the last read
+           (``ReadsChangedError``).
+
+    Forwards/Kills:
+        Kills the assignment (hint: "inlined by inline_assign; use .reads") and the reads of
+        ``x``. Other statements keep their identity; the allocation of ``x`` stays (delete it
+        with ``delete_buffer``).
+
+    Example:
+        ``inline_assign(p, "t = _")``::
+
+            t = x[i] * 2.0      ->    y[i] = x[i] * 2.0 + 1.0
+            y[i] = t + 1.0
+    """
+    prim = "inline_assign"
+    ir = proc.ir()
+    node = assign.node()
+    if not isinstance(node, Assign):
+        raise fail(NotAnAssignError, prim, f"{assign.describe()} is not an assignment", assign)
+    x = node.sym
+    t = decl_type(ir, x)
+    is_local = not any(a.sym is x for a in ir.args)
+    if node.idx or not isinstance(t, DataType) or not is_local:
+        msg = f"{x.name} is not a scalar allocated in the proc"
+        raise fail(NotALocalScalarError, prim, msg, assign)
+    here = assign.path()
+    *parent, (attr, k) = here
+    block = BlockLoc(tuple(parent), attr, k, k + 1)
+    reads: list[Path] = []
+    last = k
+    for path, n in walk(ir):
+        if isinstance(n, Assign | Reduce) and n.sym is x and path != here:
+            msg = f"{x.name} is also written by another statement"
+            raise fail(WrittenElsewhereError, prim, msg, assign)
+        if isinstance(n, Read) and n.sym is x:
+            at = _sibling_index(block, path)
+            holder = get_at(ir, stmt_path_of(ir, path))
+            if at is None or at <= k or not isinstance(holder, Assign | Reduce):
+                msg = f"{x.name} is read elsewhere than after the assignment (a use at {path})"
+                raise fail(ReadElsewhereError, prim, msg, assign)
+            if dest_type(ir, holder) != t:
+                msg = f"a statement reading {x.name} computes in another precision than {t}"
+                raise fail(PrecisionMismatchError, prim, msg, assign)
+            reads.append(path)
+            last = max(last, at)
+    after = BlockLoc(tuple(parent), attr, k + 1, k + 2)
+    if reads:
+        _check_unchanged(prim, ir, after, last, node.rhs, assign, "the assigned value")
+    ed = Editor(ir)
+    ed.delete(block, hint="inlined by inline_assign; use .reads")
+    out: list[NodeLoc] = []
+    for path in reads:
+        loc = ed.forward(NodeLoc(path))
+        assert isinstance(loc, NodeLoc)
+        hint = "replaced by the inlined value; use .reads"
+        out.append(ed.replace_node(loc, fresh(node.rhs), hint=hint))
+    return ed.done(InlineCursors, reads=tuple(out))
+
+
+# ---------------------------------------------------------------------------- inline_window
+
+
+def _plus(lo: Expr, e: Expr) -> Expr:
+    a, b = af.to_aff(lo), af.to_aff(e)
+    if a is None or b is None:
+        return BinOp("+", lo, e, INDEX)
+    return af.from_aff(af.simplify_aff(a + b))
+
+
+def _compose(
+    window: tuple[WAccess, ...], inner: Sequence[Expr | WAccess], as_window: bool
+) -> tuple[Expr | WAccess, ...]:
+    """The coordinates in the viewed buffer of coordinates ``inner`` of the window (window
+    coordinates when ``as_window``, plain indices otherwise)."""
+    out: list[Expr | WAccess] = []
+    rest = iter(inner)
+    for w in window:
+        match w:
+            case Point():
+                out.append(Point(fresh(w.pt)) if as_window else fresh(w.pt))
+            case Interval():
+                c = next(rest)
+                match c:
+                    case Point():
+                        out.append(Point(_plus(w.lo, c.pt)))
+                    case Interval():
+                        out.append(Interval(_plus(w.lo, c.lo), _plus(w.lo, c.hi)))
+                    case _:
+                        out.append(_plus(w.lo, c))
+    return tuple(out)
+
+
+def _indices(xs: tuple[Expr | WAccess, ...]) -> tuple[Expr, ...]:
+    out = tuple(x for x in xs if not isinstance(x, Point | Interval))
+    assert len(out) == len(xs), "an access has plain indices"
+    return out
+
+
+def _coords(xs: tuple[Expr | WAccess, ...]) -> tuple[WAccess, ...]:
+    out = tuple(x for x in xs if isinstance(x, Point | Interval))
+    assert len(out) == len(xs), "a window has coordinates"
+    return out
+
+
+_Use = Read | WindowExpr | StrideExpr | Assign | Reduce
+
+
+def _rewrite_use(cur: _Use, rhs: WindowExpr) -> _Use:
+    x = rhs.sym
+    match cur:
+        case Read() if not cur.idx:  # the whole window, passed to a call
+            return WindowExpr(x, tuple(_compose(rhs.idx, (), True)), rhs.type)  # type: ignore[arg-type]
+        case Read():
+            return Read(x, _indices(_compose(rhs.idx, cur.idx, False)), cur.type)
+        case WindowExpr():
+            return WindowExpr(x, _coords(_compose(rhs.idx, cur.idx, True)), cur.type)
+        case StrideExpr():
+            dims = [d for d, w in enumerate(rhs.idx) if isinstance(w, Interval)]
+            return StrideExpr(x, dims[cur.dim], cur.type)
+        case Assign() | Reduce():
+            return cur.replace(sym=x, idx=_indices(_compose(rhs.idx, cur.idx, False)))
+
+
+@primitive
+def inline_window(proc: Proc, window: StmtCursor) -> Rewrite[InlineCursors]:
+    """Replace the uses of a window name by accesses of the buffer it views, and delete the
+    window statement.
+
+    Args:
+        proc: the proc to rewrite.
+        window: the window statement ``y = x[...]`` (a cursor or a pattern ``"y = _"``).
+
+    Returns:
+        The new proc and ``InlineCursors``:
+        ``reads``: the rewritten uses in program order: reads ``x[...]``, windows, strides,
+        and the writes (``=``, ``+=``) that wrote through ``y``.
+
+    Preconditions:
+        1. ``window`` is a window statement (``NotAWindowError``). Nothing else can fail: a
+           window is an alias fixed when it is made (its coordinates are control values,
+           which never change in their scope).
+
+    Forwards/Kills:
+        Kills the window statement (hint: "inlined by inline_window; use .reads") and the
+        reads, windows and strides of ``y``; statements writing through ``y`` keep their
+        identity.
+
+    Example:
+        ``inline_window(p, "w = _")``::
+
+            w = x[i, 2:6]      ->    y[i] = x[i, j + 2]
+            y[i] = w[j]
+    """
+    prim = "inline_window"
+    ir = proc.ir()
+    node = window.node()
+    if not isinstance(node, WindowStmt):
+        msg = f"{window.describe()} is not a window statement"
+        raise fail(NotAWindowError, prim, msg, window)
+    w, rhs = node.sym, node.rhs
+    *parent_, (attr, k) = window.path()
+    parent = tuple(parent_)
+    stmts = stmt_list(ir, parent, attr)
+    uses: list[Path] = []
+    for j in range(k + 1, len(stmts)):
+        for path, n in walk(stmts[j], (*parent, (attr, j))):
+            if isinstance(n, _Use) and n.sym is w:
+                uses.append(path)
+    ed = Editor(ir)
+    ed.delete(BlockLoc(parent, attr, k, k + 1), hint="inlined by inline_window; use .reads")
+    out: dict[Path, NodeLoc] = {}
+    for path in sorted(uses, reverse=True):  # inner uses before the statements holding them
+        loc = ed.forward(NodeLoc(path))
+        assert isinstance(loc, NodeLoc)
+        cur = get_at(ed.ir, loc.path)
+        new = _rewrite_use(cur, rhs)
+        same = [(cur, new)] if isinstance(cur, Assign | Reduce) else []
+        hint = "rewritten by inline_window; use .reads"
+        out[path] = ed.replace_node(loc, new, same=same, hint=hint)
+    return ed.done(InlineCursors, reads=tuple(out[p] for p in sorted(uses)))
+
+
+__all__ = [
+    "BadBindNameError",
+    "BindExprCursors",
+    "ExprsDifferError",
+    "ExprsNotAfterFirstError",
+    "InlineCursors",
+    "NotALocalScalarError",
+    "NotAWindowError",
+    "NotAnAssignError",
+    "NotBindableError",
+    "PrecisionMismatchError",
+    "ReadElsewhereError",
+    "ReadsChangedError",
+    "WrittenElsewhereError",
+    "bind_expr",
+    "inline_assign",
+    "inline_window",
+]
