@@ -140,6 +140,64 @@ STEPS: list[Step] = [
 ]
 
 
+# The buffer primitives on the same sgemm: tile i and j, stage a 4x8 tile of C around the
+# tile's loops, give the tile a jo dimension and move its allocation out of the jo loop (Exo
+# resolves expand_dim's index at the allocation, so the dimension comes before the lift).
+BUFFER_STEPS: list[Step] = [
+    (
+        "split",
+        lambda p: _cs(cs.split)(p, p.find_loop("i"), 4, ("io", "ii"), tail="perfect"),
+        lambda p: exo_api.divide_loop(p, p.find_loop("i"), 4, ["io", "ii"], perfect=True),
+    ),
+    (
+        "split",
+        lambda p: _cs(cs.split)(p, p.find_loop("j"), 8, ("jo", "ji"), tail="perfect"),
+        lambda p: exo_api.divide_loop(p, p.find_loop("j"), 8, ["jo", "ji"], perfect=True),
+    ),
+    (
+        "reorder_loops",
+        lambda p: _cs(cs.reorder_loops)(p, p.find_loop("ii")),
+        lambda p: exo_api.reorder_loops(p, p.find_loop("ii")),
+    ),
+    (
+        "stage_mem",
+        lambda p: _cs(cs.stage_mem)(
+            p, p.find_loop("ii"), "C[4 * io:4 * io + 4, 8 * jo:8 * jo + 8]", "tile"
+        ),
+        lambda p: exo_api.stage_mem(
+            p, p.find_loop("ii"), "C[4 * io:4 * io + 4, 8 * jo:8 * jo + 8]", "tile"
+        ),
+    ),
+    (
+        "stage_mem",
+        lambda p: _cs(cs.stage_mem)(p, p.find_loop("k"), "tile[ii, ji]", "acc"),
+        lambda p: exo_api.stage_mem(p, p.find_loop("k"), "tile[ii, ji]", "acc"),
+    ),
+    # Exo leaves the tile's shape as 4 * io + 4 - 4 * io, which lift_alloc refuses to move
+    ("simplify", lambda p: _cs(cs.simplify)(p), lambda p: exo_api.simplify(p)),
+    (
+        "expand_dim",
+        lambda p: _cs(cs.expand_dim)(p, p.find_alloc_or_arg("tile"), "N / 8", "jo"),
+        lambda p: exo_api.expand_dim(p, p.find_alloc_or_arg("tile"), "N / 8", "jo"),
+    ),
+    (
+        "lift_alloc",
+        lambda p: _cs(cs.lift_alloc)(p, p.find_alloc_or_arg("tile")),
+        lambda p: exo_api.lift_alloc(p, p.find_alloc_or_arg("tile")),
+    ),
+    (
+        "expand_dim",
+        lambda p: _cs(cs.expand_dim)(p, p.find_alloc_or_arg("acc"), 8, "ji"),
+        lambda p: exo_api.expand_dim(p, p.find_alloc_or_arg("acc"), "8", "ji"),
+    ),
+    (
+        "lift_alloc",
+        lambda p: _cs(cs.lift_alloc)(p, p.find_alloc_or_arg("acc"), n_lifts=2),
+        lambda p: exo_api.lift_alloc(p, p.find_alloc_or_arg("acc"), n_lifts=2),
+    ),
+]
+
+
 def run(steps: list[Step], start: Any, which: int, repeat: int) -> tuple[list[float], Any]:
     """Replay the schedule ``repeat`` times; the fastest time of each step, and the result."""
     best = [float("inf")] * len(steps)
@@ -180,6 +238,12 @@ def main() -> None:
 
     assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
     report(f"20-step loop schedule of sgemm, best of {args.repeat}", names, ours, theirs)
+    names = [s[0] for s in BUFFER_STEPS]
+    ours, final = run(BUFFER_STEPS, sgemm, 1, args.repeat)
+    theirs, _ = run(BUFFER_STEPS, sgemm_exo, 2, args.repeat)
+    assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
+    print()
+    report(f"buffer schedule of sgemm (tile staging), best of {args.repeat}", names, ours, theirs)
 
 
 if __name__ == "__main__":
