@@ -6,6 +6,8 @@ package root.
 
 from cursched.primitives.allocs import delete_buffer, lift_alloc, reuse_buffer, sink_alloc
 from cursched.primitives.buffer_attrs import set_memory, set_precision, set_window
+from cursched.primitives.call_eqv import call_eqv
+from cursched.primitives.calls import extract_subproc, inline
 from cursched.primitives.dims import (
     divide_dim,
     expand_dim,
@@ -26,6 +28,7 @@ from cursched.primitives.loop_shapes import (
 from cursched.primitives.loop_split import split
 from cursched.primitives.procs import rename
 from cursched.primitives.registry import PrimCursors, primitive, settings
+from cursched.primitives.replace import replace
 from cursched.primitives.scopes import eliminate_dead_code, lift_scope, specialize
 from cursched.primitives.simplify import simplify
 from cursched.primitives.stage import stage_mem
@@ -34,14 +37,17 @@ from cursched.primitives.statements import delete_pass, insert_pass, reorder_stm
 __all__ = [
     "PrimCursors",
     "add_loop",
+    "call_eqv",
     "cut_loop",
     "delete_buffer",
     "delete_pass",
     "divide_dim",
     "eliminate_dead_code",
     "expand_dim",
+    "extract_subproc",
     "fission",
     "fuse",
+    "inline",
     "insert_pass",
     "join_loops",
     "lift_alloc",
@@ -55,6 +61,7 @@ __all__ = [
     "rename",
     "reorder_loops",
     "reorder_stmts",
+    "replace",
     "resize_dim",
     "reuse_buffer",
     "set_memory",

@@ -1,0 +1,198 @@
+"""``call_eqv``: swap the callee of a call for a proc proven equivalent to it.
+
+Registered with ``@primitive`` (``cursched.primitives.registry``). What counts as proven
+equivalent is decided from the procs' histories (contract 2: a ``Proc`` remembers the steps
+that made it); see ``equivalence_story``.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from cursched.analysis.checks import SafetyError
+from cursched.analysis.conditions import check_call_preconditions
+from cursched.cursors import CallCursor, Editor, NodeLoc
+from cursched.cursors.edits import Rewrite
+from cursched.errors import SchedulingError
+from cursched.ir.alpha import alpha_equal
+from cursched.ir.nodes import Call, ProcDef
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.proc import Proc
+
+NAME = "call_eqv"
+
+# Steps after which a proc may behave differently from its parent: a check was skipped, or
+# the step changes the precision of arithmetic by design.
+_NOT_EQUIVALENT = frozenset({"set_precision"})
+
+
+class CallEqvNotCallError(SchedulingError):
+    """call_eqv, precondition 1: the statement is not a call, or the replacement is not a
+    ``Proc``."""
+
+
+class CallEqvSignatureError(SchedulingError):
+    """call_eqv, precondition 2: the two procs' parameters differ (number, kinds, types,
+    window-ness or memories)."""
+
+
+class CallEqvNotProvenError(SchedulingError):
+    """call_eqv, precondition 3: nothing shows the two procs equivalent (neither alpha-equal
+    nor one derived from the other by checked scheduling steps)."""
+
+
+class CallEqvPreconditionError(SchedulingError):
+    """call_eqv, precondition 4: the new callee's asserts do not provably hold at the call."""
+
+
+@prim_cursors
+class CallEqvCursors(PrimCursors):
+    """What ``call_eqv`` returns.
+
+    Attributes:
+        call: the call, now of the other proc.
+    """
+
+    call: CallCursor
+
+
+def _same_up_to_name(a: ProcDef, b: ProcDef) -> bool:
+    return alpha_equal(a.replace(name=b.name), b)
+
+
+def _unsafe_step(q: Proc) -> str | None:
+    """Why the step that made ``q`` may not preserve behaviour (None when it does)."""
+    step = q.step()
+    if step is None:
+        return None
+    if step.primitive in _NOT_EQUIVALENT:
+        return f"v{q.version} was made by {step.primitive}, which changes precision"
+    kwargs = dict(step.kwargs)
+    if not kwargs.get("unsafe_skip_checks", False) and step.args:
+        # A positional unsafe_skip_checks: find its position from the primitive's signature.
+        import cursched.primitives as prims
+
+        fn = getattr(prims, step.primitive, None)
+        if fn is not None:
+            names = list(inspect.signature(fn).parameters)[1:]
+            kwargs.update(zip(names, step.args, strict=False))
+    if kwargs.get("unsafe_skip_checks", False):
+        return f"v{q.version} was made by {step.primitive} with unsafe_skip_checks=True"
+    return None
+
+
+def equivalence_story(callee: ProcDef, other: Proc) -> tuple[bool, str]:
+    """Whether ``other`` is proven equivalent to ``callee``, and why (or why not).
+
+    Accepted:
+        1. ``other`` is alpha-equal to ``callee`` (the procs' own names aside);
+        2. a version in ``other``'s history (``other``, its parent, ...) is alpha-equal to
+           ``callee`` (names aside) and every step from that version to ``other`` is a checked
+           primitive: not run with ``unsafe_skip_checks=True``, and not ``set_precision``.
+
+    Two procs both scheduled from a common ancestor are accepted through two calls: swap
+    the callee for the common ancestor's version (case 2 read backwards is not accepted,
+    since a ``Call`` holds only the callee's IR, not its history), then for the other one.
+    """
+    if _same_up_to_name(callee, other.ir()):
+        return True, "alpha-equal"
+    q: Proc | None = other
+    unsafe: list[str] = []
+    while q is not None:
+        if _same_up_to_name(q.ir(), callee):
+            if unsafe:
+                return False, "; ".join(unsafe)
+            return True, f"derived from the callee (its v{q.version}) by checked steps"
+        why = _unsafe_step(q)
+        if why is not None:
+            unsafe.append(why)
+        q = q.parent()
+    return False, f"no version of {other.name()} is alpha-equal to {callee.name}"
+
+
+def _signature_diff(a: ProcDef, b: ProcDef) -> str | None:
+    if len(a.args) != len(b.args):
+        return f"{a.name} takes {len(a.args)} parameters, {b.name} {len(b.args)}"
+    for k, (x, y) in enumerate(zip(a.args, b.args, strict=True)):
+        tx, ty = x.type, y.type
+        same_kind = type(tx) is type(ty)
+        if same_kind and hasattr(tx, "elem"):
+            same_kind = (tx.elem, tx.rank(), tx.window) == (ty.elem, ty.rank(), ty.window)  # type: ignore[union-attr]
+        elif same_kind:
+            same_kind = tx == ty
+        if not same_kind:
+            return f"parameter {k} ({x.sym.name}) is {tx} in {a.name}, {ty} in {b.name}"
+        if x.mem is not y.mem:
+            return f"parameter {k} ({x.sym.name}) lives in different memories"
+    return None
+
+
+@primitive
+def call_eqv(proc: Proc, call: CallCursor, other: Proc) -> Rewrite[CallEqvCursors]:
+    """Make ``call`` call ``other`` instead of its callee, when the two are proven equivalent.
+
+    Args:
+        proc: the proc to rewrite.
+        call: the call statement.
+        other: the proc to call instead.
+
+    Returns:
+        The new proc and ``CallEqvCursors``:
+        ``call``: the call, now of ``other``.
+
+    Preconditions:
+        1. ``call`` is a call and ``other`` a ``Proc`` (``CallEqvNotCallError``).
+        2. the parameters agree one to one: same kinds, control types, element types, ranks,
+           window-ness and memories (``CallEqvSignatureError``).
+        3. ``other`` is proven equivalent to the callee (``CallEqvNotProvenError``): it is
+           alpha-equal to it (the procs' names aside), or it was scheduled from it (a
+           version in ``other``'s history is alpha-equal to the callee) by steps that keep
+           behaviour: none ran with ``unsafe_skip_checks=True`` and none is
+           ``set_precision``. Every other primitive proves its rewrite (contract 7).
+        4. ``other``'s asserts and shapes provably hold at the call
+           (``CallEqvPreconditionError``).
+
+    Forwards/Kills:
+        ``call`` forwards to the new call. Nothing dies.
+
+    Example:
+        ``call_eqv(p, "scal(_)", scal_split)`` with ``scal_split = split(scal, "i", 4)[0]``::
+
+            scal(n, x)        ->    scal_split(n, x)    # the call is the same statement
+    """
+    other_ir = other.ir() if isinstance(other, Proc) else None
+    if not isinstance(call, CallCursor) or other_ir is None:
+        what = call.describe() if not isinstance(call, CallCursor) else type(other).__name__
+        raise fail(CallEqvNotCallError, NAME, f"wants a call and a Proc, got {what}", call)
+    s = call.node()
+    assert isinstance(s, Call)
+    diff = _signature_diff(s.proc, other_ir)
+    if diff is not None:
+        raise fail(CallEqvSignatureError, NAME, diff, call)
+    ok, why = equivalence_story(s.proc, other)
+    if not ok:
+        raise fail(
+            CallEqvNotProvenError,
+            NAME,
+            f"{other_ir.name} is not proven equivalent to {s.proc.name}: {why}",
+            call,
+        )
+    ed = Editor(proc.ir())
+    new = s.replace(proc=other_ir)
+    loc = ed.replace_node(NodeLoc(call.path()), new, same=[(s, new)])
+    try:
+        check_call_preconditions(ed.ir, loc.path, primitive=NAME)
+    except SafetyError as e:
+        raise fail(CallEqvPreconditionError, NAME, e.message, call) from e
+    return ed.done(CallEqvCursors, call=loc)
+
+
+__all__ = [
+    "CallEqvCursors",
+    "CallEqvNotCallError",
+    "CallEqvNotProvenError",
+    "CallEqvPreconditionError",
+    "CallEqvSignatureError",
+    "call_eqv",
+    "equivalence_story",
+]
