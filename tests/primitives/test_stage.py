@@ -82,6 +82,18 @@ def two_loops(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
         y[i] = 2.0
 
 
+@proc
+def addv(a: [f32][4] @ DRAM, b: [f32][4] @ DRAM):
+    for k in seq(0, 4):
+        a[k] += b[k]
+
+
+@proc
+def calls(n: size, x: f32[4 * n] @ DRAM, y: f32[4 * n] @ DRAM):
+    for i in seq(0, n):
+        addv(x[4 * i : 4 * i + 4], y[4 * i : 4 * i + 4])
+
+
 def test_stage_mem_motivating_example(golden) -> None:  # type: ignore[no-untyped-def]
     p, c = stage_mem(foo, "for ii in _: _", "A[io*4:io*4+4]", "tile")
     golden.check(p)
@@ -137,6 +149,16 @@ def test_stage_mem_offset_window() -> None:
     p, _ = stage_mem(shifted, "for i in _: _", "x[1:n + 1]", "xs")
     assert "y[i] = xs[i]" in str(p)
     assert_equivalent(shifted, p, trials=3)
+
+
+def test_stage_mem_windows_passed_to_calls() -> None:
+    p, c = stage_mem(calls, "addv(_)", "x[4 * i:4 * i + 4]", "xt")
+    assert "addv(xt[0:4], y[4 * i:4 * i + 4])" in str(p)
+    assert c.load and c.store  # the callee reduces into x
+    assert_equivalent(calls, p, trials=3)
+    p2, c2 = stage_mem(calls, "addv(_)", "y[4 * i:4 * i + 4]", "yt")
+    assert c2.load and not c2.store  # the callee only reads y
+    assert_equivalent(calls, p2, trials=3)
 
 
 def test_stage_mem_compiles() -> None:
