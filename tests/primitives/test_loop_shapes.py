@@ -9,6 +9,7 @@ import pytest
 
 from cursched import (
     DRAM,
+    Proc,
     add_loop,
     mult_loops,
     parallelize_loop,
@@ -19,6 +20,7 @@ from cursched import (
 )
 from cursched.cursors import BlockCursor, ForCursor, IfCursor, Tombstone
 from cursched.errors import StaleCursorError
+from cursched.frontend import parse_source
 from cursched.primitives.loop_common import BadIndexExpressionError
 from cursched.primitives.loop_shapes import (
     AddLoopBoundError,
@@ -305,3 +307,42 @@ def test_parallelize_race() -> None:
     with pytest.raises(ParallelizeRaceError, match="carries a dependence") as e:
         parallelize_loop(recur, "i")
     assert e.value.counterexample is not None  # type: ignore[attr-defined]
+
+
+def test_add_produce_consume_block_is_idempotent() -> None:
+    # the second loop reads t only where the first loop wrote it in the same run
+    block = steps.find_loop("i").expand(0, 1)
+    p, c = add_loop(steps, block, "r", "n")
+    assert p.forward(block) == c.loop.body()
+    assert_equivalent(steps, p, trials=3)
+    p, _ = remove_loop(p, c.loop)
+    assert str(p) == str(steps)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "t[i] = x[i]\n        y[i] = t[i + 1]",  # reads an element not written yet
+        "t[i] = x[i]\n        x[i] = t[i] + 1.0",  # reads x, which it also writes
+        "t[0] = 0.0\n        t[i] += x[i]",  # accumulates into elements not reset
+    ],
+)
+def test_idempotence_rejections(body: str) -> None:
+    text = (
+        "def f(n: size, x: f32[n + 1] @ DRAM, y: f32[n] @ DRAM, t: f32[n + 1] @ DRAM):\n"
+        f"    for i in seq(0, n):\n        {body}\n"
+    )
+    f = Proc(parse_source(text, {"DRAM": DRAM}))
+    with pytest.raises(AddLoopNotIdempotentError):
+        add_loop(f, f.find_loop("i"), "r", 2)
+
+
+def test_idempotence_accepts_reset_accumulator() -> None:
+    @proc
+    def acc(n: size, x: f32[n] @ DRAM, s: f32[1] @ DRAM):
+        s[0] = 0.0
+        for i in seq(0, n):
+            s[0] += x[i]
+
+    p, _ = add_loop(acc, acc.body(), "r", 3)
+    assert_equivalent(acc, p, trials=3)
