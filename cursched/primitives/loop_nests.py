@@ -6,8 +6,6 @@ dependence questions are answered by ``cursched.analysis.checks``.
 
 from __future__ import annotations
 
-import re
-
 from cursched.analysis.checks import (
     FissionError,
     FusionError,
@@ -36,7 +34,7 @@ from cursched.ir.nodes import For, If, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr
 from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import PrimCursors, coerce, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ---------------------------------------------------------------------------- reorder_loops
@@ -67,29 +65,13 @@ class ReorderLoopsCursors(PrimCursors):
     inner: ForCursor
 
 
-_PAIR = re.compile(r"^\s*([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*(#\s*\d+)?\s*$")
-
-
-def _outer_loop(proc: Proc, value: ForCursor | str) -> ForCursor:
-    """The outer loop named by a cursor, a pattern, a loop name or Exo's ``"i j"`` shorthand
-    (the loop ``i`` holding a loop ``j``; ``"i j #1"`` for the second such pair)."""
-    m = _PAIR.match(value) if isinstance(value, str) else None
-    if m is not None:
-        outer, inner, nth = m.group(1), m.group(2), m.group(3) or ""
-        value = f"for {outer} in _:\n    for {inner} in _: _ {nth}".rstrip()
-    found = coerce(proc, value, (ForCursor,), "loop", "reorder_loops")
-    assert isinstance(found, ForCursor)
-    return found
-
-
 @primitive
-def reorder_loops(proc: Proc, loop: ForCursor | str) -> Rewrite[ReorderLoopsCursors]:
+def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
     """Interchange a loop with the single loop directly inside it.
 
     Args:
         proc: the proc to rewrite.
-        loop: the outer loop of the pair: a cursor, a loop name (``"i"``), a pattern, or
-            Exo's shorthand ``"i j"`` (the loop ``i`` directly holding a loop ``j``).
+        loop: the outer loop of the pair (a cursor or a loop name such as ``"i"``).
 
     Returns:
         The new proc and ``ReorderLoopsCursors``:
@@ -117,7 +99,6 @@ def reorder_loops(proc: Proc, loop: ForCursor | str) -> Rewrite[ReorderLoopsCurs
                     A[i, j] = 0.0                     A[i, j] = 0.0
     """
     name = "reorder_loops"
-    loop = _outer_loop(proc, loop)
     outer = loop.loop()
     if len(outer.body) != 1 or not isinstance(outer.body[0], For):
         msg = f"the body of loop {outer.iter.name} is not exactly one loop"
