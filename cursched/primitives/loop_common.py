@@ -232,8 +232,8 @@ def index_expr(
         ir: the proc.
         path: the statement the expression will be used next to (its enclosing loops and the
             proc's integer parameters are the names it may use).
-        value: an int, an integer control expression (an IR node or an expression cursor),
-            or its text such as ``"n - 4"``.
+        value: an int, an integer control expression (an IR node or an expression cursor
+            of this version), or its text such as ``"n - 4"``.
         primitive: the primitive asking (named in the error).
         where: the cursor to mark in the error.
         what: what the value is, for the error (``"cut point"``).
@@ -244,6 +244,15 @@ def index_expr(
     """
     names = _visible_controls(ir, path)
     if isinstance(value, ExprCursor):
+        # only a cursor of this very version: history() records the argument as given, and
+        # an older version's path would name another expression when replayed
+        if value.proc() is not where.proc():
+            raise fail(
+                BadIndexExpressionError,
+                primitive,
+                f"{what}: an expression cursor of another version; pass its text instead",
+                where,
+            )
         value = value.node()
     e: Expr | None
     if isinstance(value, bool):

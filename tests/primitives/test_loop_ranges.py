@@ -102,6 +102,12 @@ def test_cut_point_as_expression_cursor() -> None:
     assert_equivalent(offset, p, trials=2)
 
 
+def test_cut_point_cursor_of_another_version() -> None:
+    p, _ = shift_loop(offset, "i", 2)  # a new version
+    with pytest.raises(BadIndexExpressionError, match="another version"):
+        cut_loop(p, "i", offset.find_loop("i").lo())
+
+
 @pytest.mark.parametrize("at", ["m", "n * n", "i", "n +", 1.5, None])
 def test_cut_bad_expression(at: object) -> None:
     with pytest.raises(BadIndexExpressionError, match="cut point"):
