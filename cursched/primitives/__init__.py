@@ -5,6 +5,7 @@ package root.
 """
 
 from cursched.primitives.allocs import delete_buffer, lift_alloc, reuse_buffer, sink_alloc
+from cursched.primitives.binds import bind_expr, inline_assign, inline_window
 from cursched.primitives.buffer_attrs import set_memory, set_precision, set_window
 from cursched.primitives.call_eqv import call_eqv
 from cursched.primitives.calls import extract_subproc, inline
@@ -16,6 +17,7 @@ from cursched.primitives.dims import (
     resize_dim,
     unroll_buffer,
 )
+from cursched.primitives.exprs import commute_expr, left_reassociate_expr, rewrite_expr
 from cursched.primitives.loop_nests import fission, fuse, reorder_loops
 from cursched.primitives.loop_ranges import cut_loop, join_loops, shift_loop
 from cursched.primitives.loop_shapes import (
@@ -33,11 +35,19 @@ from cursched.primitives.scopes import eliminate_dead_code, lift_scope, speciali
 from cursched.primitives.simplify import simplify
 from cursched.primitives.stage import stage_mem
 from cursched.primitives.statements import delete_pass, insert_pass, reorder_stmts
+from cursched.primitives.writes import (
+    fold_into_reduce,
+    lift_reduce_constant,
+    merge_writes,
+    split_write,
+)
 
 __all__ = [
     "PrimCursors",
     "add_loop",
+    "bind_expr",
     "call_eqv",
+    "commute_expr",
     "cut_loop",
     "delete_buffer",
     "delete_pass",
@@ -46,12 +56,18 @@ __all__ = [
     "expand_dim",
     "extract_subproc",
     "fission",
+    "fold_into_reduce",
     "fuse",
     "inline",
+    "inline_assign",
+    "inline_window",
     "insert_pass",
     "join_loops",
+    "left_reassociate_expr",
     "lift_alloc",
+    "lift_reduce_constant",
     "lift_scope",
+    "merge_writes",
     "mult_dim",
     "mult_loops",
     "parallelize_loop",
@@ -64,6 +80,7 @@ __all__ = [
     "replace",
     "resize_dim",
     "reuse_buffer",
+    "rewrite_expr",
     "set_memory",
     "set_precision",
     "set_window",
@@ -73,6 +90,7 @@ __all__ = [
     "sink_alloc",
     "specialize",
     "split",
+    "split_write",
     "stage_mem",
     "unroll_buffer",
     "unroll_loop",
