@@ -20,14 +20,9 @@ from cursched.primitives.dims import (
 from cursched.primitives.exprs import commute_expr, left_reassociate_expr, rewrite_expr
 from cursched.primitives.loop_nests import fission, fuse, reorder_loops
 from cursched.primitives.loop_ranges import cut_loop, join_loops, shift_loop
-from cursched.primitives.loop_shapes import (
-    add_loop,
-    mult_loops,
-    parallelize_loop,
-    remove_loop,
-    unroll_loop,
-)
+from cursched.primitives.loop_shapes import mult_loops, parallelize_loop, unroll_loop
 from cursched.primitives.loop_split import split
+from cursched.primitives.loop_wrap import add_loop, remove_loop
 from cursched.primitives.procs import rename
 from cursched.primitives.registry import PrimCursors, primitive, settings
 from cursched.primitives.replace import replace

@@ -29,7 +29,7 @@ from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, subst_stmt
 from cursched.ir.types import BOOL
 from cursched.primitives.loop_common import fresh_copy, index_expr, safety, same_pairs
-from cursched.primitives.loop_shapes import escaping_names
+from cursched.primitives.loop_wrap import escaping_names
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
