@@ -19,7 +19,7 @@ from typing import Any
 from cursched.analysis import affine as af
 from cursched.analysis.bounds import check_bounds
 from cursched.analysis.context import PathContext, context_of
-from cursched.cursors import BlockCursor, BlockLoc, CallCursor, Editor, NodeLoc
+from cursched.cursors import BlockCursor, BlockLoc, CallCursor, Editor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.errors import BoundsError, SchedulingError
 from cursched.ir.memory import Memory
@@ -173,7 +173,7 @@ def _decl_types(ir: ProcDef, ctx: PathContext) -> dict[Sym, Any]:
 
 
 @primitive
-def inline(proc: Proc, call: CallCursor) -> Rewrite[InlineCursors]:
+def inline(proc: Proc, call: StmtCursor) -> Rewrite[InlineCursors]:
     """Replace a call by the callee's body, its parameters substituted by the arguments.
 
     Args:
