@@ -5,7 +5,12 @@ Each is a rewrite registered with ``@primitive`` (``cursched.primitives.registry
 
 from __future__ import annotations
 
-from cursched.analysis.checks import BufferNotDeadError, check_dead_after
+from cursched.analysis.checks import (
+    BufferNotDeadError,
+    ParallelError,
+    check_dead_after,
+    check_parallel,
+)
 from cursched.analysis.checks_buffers import covered, region_of
 from cursched.analysis.context import PathContext, context_of
 from cursched.analysis.effects import Access, block_effects
@@ -63,8 +68,8 @@ class LiftAllocTopError(SchedulingError):
 
 
 class LiftAllocScopeError(SchedulingError):
-    """lift_alloc, precondition 3: the enclosing statement is a ``par`` loop (iterations would
-    share the buffer) or a kernel scope (its memory is per-kernel)."""
+    """lift_alloc, precondition 3: the enclosing statement is a kernel scope (its memory is
+    per-kernel), or a ``par`` loop whose iterations would then share buffer elements."""
 
 
 class LiftAllocShapeError(SchedulingError):
@@ -91,7 +96,9 @@ def lift_alloc(proc: Proc, alloc: AllocCursor, n_lifts: int = 1) -> Rewrite[Allo
     Preconditions:
         1. ``n_lifts`` is a positive integer (``LiftAllocCountError``).
         2. there are ``n_lifts`` enclosing statements (``LiftAllocTopError``).
-        3. none is a ``par`` loop or a scope with a target (``LiftAllocScopeError``).
+        3. none is a scope with a target, and the iterations of a ``par`` loop it leaves touch
+           disjoint elements of the buffer (after ``expand_dim``), proven by
+           ``check_parallel`` (``LiftAllocScopeError``, with a counterexample).
         4. the shape does not use a variable of a loop it leaves (``LiftAllocShapeError``).
         5. the allocation is not the only statement of a body it leaves
            (``LiftAllocEmptyError``).
@@ -121,11 +128,8 @@ def lift_alloc(proc: Proc, alloc: AllocCursor, n_lifts: int = 1) -> Rewrite[Allo
         if not parent:
             raise fail(LiftAllocTopError, name, "no enclosing statement to lift out of", alloc)
         owner = get_at(ed.ir, tuple(parent))
-        if (isinstance(owner, For) and owner.mode == "par") or (
-            isinstance(owner, Scope) and owner.target is not None
-        ):
-            what = "a par loop" if isinstance(owner, For) else "a kernel scope"
-            raise fail(LiftAllocScopeError, name, f"cannot lift out of {what}", alloc)
+        if isinstance(owner, Scope) and owner.target is not None:
+            raise fail(LiftAllocScopeError, name, "cannot lift out of a kernel scope", alloc)
         if isinstance(owner, For) and owner.iter in shape:
             raise fail(
                 LiftAllocShapeError,
@@ -138,6 +142,11 @@ def lift_alloc(proc: Proc, alloc: AllocCursor, n_lifts: int = 1) -> Rewrite[Allo
         *pp, (pattr, pk) = parent
         ed.move(BlockLoc(tuple(parent), attr, k, k + 1), (tuple(pp), pattr, pk))
         path = (*pp, (pattr, pk))
+        if isinstance(owner, For) and owner.mode == "par":
+            try:
+                check_parallel(ed.ir, (*pp, (pattr, pk + 1)), primitive=name)
+            except ParallelError as e:
+                raise safety(LiftAllocScopeError, name, e, alloc) from e
     return ed.done(AllocCursors, alloc=NodeLoc(path))
 
 

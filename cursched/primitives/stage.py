@@ -10,7 +10,14 @@ import ast
 from typing import Any
 
 from cursched.analysis import affine as af
-from cursched.analysis.checks import NotBoundedError, OutsideWindowError, check_in_window, check_le
+from cursched.analysis.checks import (
+    NotBoundedError,
+    OutsideWindowError,
+    ParallelError,
+    check_in_window,
+    check_le,
+    check_parallel,
+)
 from cursched.analysis.checks_buffers import Region, covered
 from cursched.analysis.context import context_of
 from cursched.analysis.effects import block_effects, windows_view
@@ -101,6 +108,11 @@ class StagePartialWriteError(SchedulingError):
     write (Exo issue 527)."""
 
 
+class StageParallelError(SchedulingError):
+    """stage_mem, precondition 10: inside a ``par`` loop, the stages would make iterations
+    touch the same elements (each loads and stores its whole window)."""
+
+
 @prim_cursors
 class StageMemCursors(PrimCursors):
     """What ``stage_mem`` returns.
@@ -164,7 +176,7 @@ def stage_mem(
             variables (``lo:`` and ``:hi`` default to the dimension's ends).
         name: the new buffer's name.
         accum: stage a reduction: zero-initialise the new buffer, reduce into it, then add it
-            back (``A[...] += name[...]``).
+            back (``A[...] += name[...]``); like Exo, this reassociates the sums.
         memory: the new buffer's memory (default ``DRAM``).
         unsafe_skip_checks: skip the proofs of preconditions 6, 7 and 9.
 
@@ -189,6 +201,8 @@ def stage_mem(
         8. with ``accum=True``, the block only reduces into the buffer (``StageAccumError``).
         9. a block that writes the buffer without reading it provably writes the whole window,
            since the store copies all of it back (``StagePartialWriteError``).
+        10. every enclosing ``par`` loop stays parallel with the stages added, proven by
+            ``check_parallel`` (``StageParallelError``, with a counterexample).
 
     Forwards/Kills:
         ``block`` forwards to ``block``; its statements keep their identity. Rewritten accesses
@@ -392,6 +406,17 @@ def stage_mem(
     ed = Editor(ir)
     out = ed.replace(loc, new, same=same_pairs(stmts, staged), hint="restaged by stage_mem")
     paths = out.stmt_paths()
+    if not unsafe_skip_checks:
+        # 10. the windows of parallel iterations must not overlap where they are stored
+        node: Any = ir
+        for k in range(len(first) - 1):
+            attr, i = first[k]
+            node = getattr(node, attr)[i]
+            if isinstance(node, For) and node.mode == "par":
+                try:
+                    check_parallel(ed.ir, first[: k + 1], primitive=NAME)
+                except ParallelError as e:
+                    raise safety(StageParallelError, NAME, e, block) from e
     k0 = 2 if (load or accum) else 1
     return ed.done(
         StageMemCursors,
@@ -420,6 +445,7 @@ __all__ = [
     "StageNameError",
     "StageNoAccessError",
     "StageOutsideWindowError",
+    "StageParallelError",
     "StagePartialWriteError",
     "StageWindowBoundsError",
     "StageWindowError",

@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, delete_buffer, lift_alloc, proc, reuse_buffer, sink_alloc, stage_mem
+from cursched import (
+    DRAM,
+    delete_buffer,
+    expand_dim,
+    lift_alloc,
+    proc,
+    reuse_buffer,
+    sink_alloc,
+    stage_mem,
+)
 from cursched.cursors import AllocCursor
 from cursched.errors import StaleCursorError
 from cursched.primitives.allocs import (
@@ -150,8 +159,13 @@ def test_lift_alloc_past_the_top() -> None:
 
 
 def test_lift_alloc_out_of_par() -> None:
-    with pytest.raises(LiftAllocScopeError, match="par loop"):
+    with pytest.raises(LiftAllocScopeError, match="carries a dependence"):
         lift_alloc(parallel, "t")
+    # once each iteration has its own element, the loop stays parallel
+    p, c = expand_dim(parallel, "t", "n", "i")
+    p2, _ = lift_alloc(p, c.alloc)
+    assert "for i in par(0, n):" in str(p2) and str(p2).index("t: f32[n]") < str(p2).index("for i")
+    assert_equivalent(parallel, p2, trials=2)
 
 
 def test_lift_alloc_shape_uses_loop() -> None:

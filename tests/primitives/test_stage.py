@@ -15,6 +15,7 @@ from cursched.primitives.stage import (
     StageNameError,
     StageNoAccessError,
     StageOutsideWindowError,
+    StageParallelError,
     StagePartialWriteError,
     StageWindowBoundsError,
     StageWindowError,
@@ -92,6 +93,12 @@ def addv(a: [f32][4] @ DRAM, b: [f32][4] @ DRAM):
 def calls(n: size, x: f32[4 * n] @ DRAM, y: f32[4 * n] @ DRAM):
     for i in seq(0, n):
         addv(x[4 * i : 4 * i + 4], y[4 * i : 4 * i + 4])
+
+
+@proc
+def par_rows(n: size, x: f32[n] @ DRAM):
+    for i in par(0, n):
+        x[i] = x[i] * 2.0
 
 
 def test_stage_mem_motivating_example(golden) -> None:  # type: ignore[no-untyped-def]
@@ -247,3 +254,12 @@ def test_stage_mem_forwarding() -> None:
     # the rewritten index expression died
     idx = foo.find("A[_] += _").idx()[0]
     assert not p.forward(idx)
+
+
+def test_stage_mem_inside_par_loop() -> None:
+    # every iteration would load and store all of x: a race the par loop did not have
+    with pytest.raises(StageParallelError, match="carries a dependence"):
+        stage_mem(par_rows, "x[_] = _", "x[0:n]", "xs")
+    p, _ = stage_mem(par_rows, "x[_] = _", "x[i:i + 1]", "xs")
+    assert "for i in par(0, n):" in str(p)
+    assert_equivalent(par_rows, p, trials=2)
