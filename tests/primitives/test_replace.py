@@ -40,7 +40,7 @@ def axpy(n: size, dst: [f32][n] @ DRAM, a: f32 @ DRAM, x: [f32][n] @ DRAM):
 
 
 @instr("zero2x2({t_data}, {t_stride_0});")
-def zero2x2(t: [f32][2, 2] @ DRAM):
+def zero2x2(t: [f32][2, 2] @ DRAM):  # noqa: RUF016
     for i in seq(0, 2):
         for j in seq(0, 2):
             t[i, j] = 0.0
@@ -111,13 +111,14 @@ def test_replace_rows_compiles() -> None:
 
 def test_replace_two_dimensional_window(golden) -> None:  # type: ignore[no-untyped-def]
     p, c = replace(tiles, "for ii in _: _", zero2x2)
+    assert c.call.name() == "zero2x2"
     golden.check(p)
     assert "zero2x2(T[2 * io:2 * io + 2, 2 * jo:2 * jo + 2])" in str(p)
     assert_equivalent(tiles, p, trials=3)
 
 
 def test_replace_scalar_and_size_bound() -> None:
-    p, c = replace(rows, "for j in _: _", axpy)
+    _, c = replace(rows, "for j in _: _", axpy)
     args = [print_expr(a.node()) for a in c.call.args()]
     assert args[0] == "16" and args[2] == "s[i]"
 
@@ -220,7 +221,7 @@ def test_exo_issue_758_instruction_assert_is_proven() -> None:
     # The same instruction fits a loop of 8.
     q, sq = split(foo, "i", 8, ("io", "ii"), tail="perfect")
     q, fq = fission(q, sq.inner.body()[0].after())
-    q, c = replace(q, fq.first, dummy_load)
+    q, _ = replace(q, fq.first, dummy_load)
     assert "dummy_load(8, x[8 * io:8 * io + 8], a)" in str(q)
     assert_equivalent(foo, q, trials=2)
 
@@ -233,6 +234,6 @@ def test_replace_offset_window() -> None:
         for i in seq(0, 4):
             B[i + 2] = A[i + 2]
 
-    p, c = replace(short, "for i in _: _", copy4)
+    p, _ = replace(short, "for i in _: _", copy4)
     assert "copy4(B[2:6], A[2:6])" in str(p)
     assert_equivalent(short, p, trials=2)
