@@ -1,0 +1,57 @@
+"""sched/stage_and_replace.py: runs as a file end to end (stages, lifts, expands, replaces
+by instructions, compiles and matches numpy), and its schedule keeps the proc's meaning."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from cursched.testing import assert_equivalent
+
+SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "stage_and_replace.py"
+
+
+@pytest.fixture(scope="module")
+def script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("stage_and_replace_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_runs_as_a_file() -> None:
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("def sgemm(M: size")
+    assert "ok: matches numpy" in out
+    for call in (
+        "load4(Ct[i0, 0:4], C[4 * io + i0, 4 * jo:4 * jo + 4])",
+        "load4(Bk[k, 0:4], B[k, 4 * jo:4 * jo + 4])",
+        "fma4(Ct[ii, 0:4], A[4 * io + ii, k], Bk[k, 0:4])",
+        "store4(C[4 * io + i0, 4 * jo:4 * jo + 4], Ct[i0, 0:4])",
+    ):
+        assert call in out
+    assert "Bk: f32[K, 4] @ DRAM" in out
+    assert "# schedule of sgemm: 13 step(s)" in out
+
+
+def test_one_pattern_then_cursors(script: ModuleType) -> None:
+    """The schedule names one thing by a pattern; every other step takes a cursor."""
+    text = Path(SCRIPT).read_text()
+    body = text[text.index("def schedule") : text.index("def main")]
+    assert body.count('find_loop("') + body.count('find("') == 1
+    assert "p.at(" not in body
+
+
+def test_schedule_is_equivalent(script: ModuleType) -> None:
+    p = script.schedule(script.sgemm)
+    assert_equivalent(script.sgemm, p, trials=2, sizes={"M": 8, "N": 8, "K": 3})
