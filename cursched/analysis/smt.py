@@ -14,24 +14,29 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, assert_never
 
 from pysmt.shortcuts import (
     GE,
+    GT,
     LT,
     TRUE,
     And,
     Bool,
+    Div,
     Equals,
     Int,
+    Minus,
     Not,
     Or,
     Plus,
+    Real,
     Solver,
     Symbol,
     Times,
 )
-from pysmt.typing import BOOL, INT
+from pysmt.typing import BOOL, INT, REAL
 
 from cursched.analysis import affine as af
 from cursched.ir.symbols import Sym
@@ -57,6 +62,7 @@ class SmtStats:
 class _State:
     solver: Any = None
     cache: dict[str, tuple[bool, dict[int, int | bool]]] = field(default_factory=dict)
+    real_cache: dict[str, tuple[bool, dict[str, float] | None]] = field(default_factory=dict)
     stats: SmtStats = field(default_factory=SmtStats)
 
 
@@ -74,6 +80,7 @@ def reset(clear_cache: bool = True) -> None:
     _STATE.stats = SmtStats()
     if clear_cache:
         _STATE.cache.clear()
+        _STATE.real_cache.clear()
 
 
 # ------------------------------------------------------------------ canonical naming
@@ -279,3 +286,101 @@ def format_model(model: Model | None) -> str:
         return "(no values)"
     items = sorted(model.items(), key=lambda kv: kv[0].id)
     return ", ".join(f"{s.name} = {v}" for s, v in items)
+
+
+# ------------------------------------------------------------------ real arithmetic
+
+
+@dataclass(frozen=True, slots=True)
+class RVar:
+    """A real-valued unknown of a ``real_identity`` query."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class RNum:
+    """A rational constant."""
+
+    value: Fraction
+
+
+@dataclass(frozen=True, slots=True)
+class ROp:
+    """``+``, ``*`` (n-ary), ``-`` (unary negation) or ``/`` (binary) over real terms."""
+
+    op: str
+    args: tuple[RTerm, ...]
+
+
+RTerm = RVar | RNum | ROp
+"""A term of polynomial (rational) real arithmetic, for ``real_identity``."""
+
+RealModel = dict[str, float]
+"""Values of the unknowns that falsify a real identity."""
+
+
+def _real(t: RTerm) -> Any:
+    match t:
+        case RVar():
+            return Symbol(f"r_{t.name}", REAL)
+        case RNum():
+            return Real(t.value)
+        case ROp(op="+"):
+            return Plus([_real(a) for a in t.args])
+        case ROp(op="*"):
+            return Times([_real(a) for a in t.args])
+        case ROp(op="-"):
+            return Minus(Real(0), _real(t.args[0]))
+        case ROp(op="/"):
+            return Div(_real(t.args[0]), _real(t.args[1]))
+        case ROp():
+            raise ValueError(f"unknown real operation {t.op!r}")
+        case _:
+            assert_never(t)
+
+
+def real_identity(
+    lhs: RTerm,
+    rhs: RTerm,
+    positive: Sequence[RTerm] = (),
+    equal: Sequence[tuple[RTerm, RTerm]] = (),
+) -> RealModel | None:
+    """Whether ``lhs == rhs`` for all reals satisfying the facts (quantifier-free, QF_NRA).
+
+    Args:
+        lhs: one side of the identity.
+        rhs: the other side.
+        positive: terms known to be positive.
+        equal: pairs of terms known to be equal (``P * N = 1`` for an atom and its inverse).
+
+    Returns:
+        None when the identity is proven, else a counterexample (values of the unknowns).
+        Division by zero is an unknown value to z3, so an identity relying on it fails.
+    """
+    st = _STATE.stats
+    st.queries += 1
+    key = f"R|{lhs!r}|{rhs!r}|{positive!r}|{equal!r}"
+    hit = _STATE.real_cache.get(key)
+    if hit is not None:
+        st.hits += 1
+        return hit[1]
+    st.solver_calls += 1
+    t0 = time.perf_counter()
+    facts = [GT(_real(p), Real(0)) for p in positive]
+    facts += [Equals(_real(a), _real(b)) for a, b in equal]
+    goal = Not(Equals(_real(lhs), _real(rhs)))
+    model: RealModel | None = None
+    with Solver(name="z3", logic="QF_NRA") as solver:
+        for f in [*facts, goal]:
+            solver.add_assertion(f)
+        if solver.solve():
+            model = {}
+            for v in sorted(goal.get_free_variables(), key=str):
+                val = solver.get_value(v).constant_value()
+                model[str(v).removeprefix("r_")] = float(Fraction(val))
+    st.solver_seconds += time.perf_counter() - t0
+    if len(_STATE.real_cache) >= _CACHE_LIMIT:
+        _STATE.real_cache.clear()
+    _STATE.real_cache[key] = (True, model)
+    return model

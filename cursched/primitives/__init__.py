@@ -26,6 +26,7 @@ from cursched.primitives.loop_wrap import add_loop, remove_loop
 from cursched.primitives.procs import rename
 from cursched.primitives.registry import PrimCursors, primitive, settings
 from cursched.primitives.replace import replace
+from cursched.primitives.scan import scan_fuse
 from cursched.primitives.scopes import eliminate_dead_code, lift_scope, specialize
 from cursched.primitives.simplify import simplify
 from cursched.primitives.stage import stage_mem
@@ -76,6 +77,7 @@ __all__ = [
     "resize_dim",
     "reuse_buffer",
     "rewrite_expr",
+    "scan_fuse",
     "set_memory",
     "set_precision",
     "set_window",
