@@ -230,9 +230,22 @@ def subst_expr(e: Expr, env: Mapping[Sym, Expr | Sym]) -> Expr:
             case WindowExpr() | StrideExpr() if x.sym in env:
                 target = env[x.sym]
                 assert isinstance(target, Sym)
-                return map_expr_children(x.replace(sym=target), go)
+                return with_shape(map_expr_children(x.replace(sym=target), go))
             case _:
-                return map_expr_children(x, go)
+                return with_shape(map_expr_children(x, go))
+
+    def with_shape(x: Expr) -> Expr:
+        # A window's (or whole-tensor read's) type holds shape expressions over sizes and
+        # loop variables; they must follow the substitution like any other expression.
+        match x:
+            case WindowExpr():
+                t = map_type(x.type, go)
+                assert isinstance(t, TensorType)
+                return x.replace(type=t)
+            case Read() if isinstance(x.type, TensorType):
+                return x.replace(type=map_type(x.type, go))
+            case _:
+                return x
 
     return go(e)
 
