@@ -263,3 +263,19 @@ def test_stage_mem_inside_par_loop() -> None:
     p, _ = stage_mem(par_rows, "x[_] = _", "x[i:i + 1]", "xs")
     assert "for i in par(0, n):" in str(p)
     assert_equivalent(par_rows, p, trials=2)
+
+
+def test_buffer_schedule_history_replays() -> None:
+    from cursched import divide_dim, expand_dim, lift_alloc, set_precision
+
+    p, c = stage_mem(foo, "for ii in _: _", "A[io*4:io*4+4]", "tile")
+    p, m = set_memory(p, c.alloc, DRAM_STACK)
+    p, e = expand_dim(p, m.buffer, "n / 4", "io")
+    p, a = lift_alloc(p, e.alloc)
+    p, t = set_precision(p, a.alloc, "i32")
+    p, _ = divide_dim(p, t.buffer, 1, 2)
+    assert "tile: i32[n / 4, 2, 2] @ DRAM_STACK" in str(p)
+    env: dict[str, object] = {"foo": foo}
+    exec(p.history(), env)
+    assert str(env["p"]) == str(p)
+    assert_equivalent(foo, p, trials=3)
