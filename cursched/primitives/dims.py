@@ -161,10 +161,11 @@ def resize_dim(
         ``buf`` forwards to ``alloc``; rewritten accesses die.
 
     Example:
-        ``resize_dim(p, "t", 0, 4, "i")``::
+        ``resize_dim(p, "t", 0, 4, 2)``::
 
-            t: f32[n + 4] @ DRAM       ->    t: f32[4] @ DRAM
-            t[i + 1] = x[0]                  t[1] = x[0]
+            t: f32[10] @ DRAM          ->    t: f32[4] @ DRAM
+            for j in seq(0, 4):              for j in seq(0, 4):
+                t[j + 2] = x[j]                  t[j] = x[j]
     """
     prim = "resize_dim"
     a = alloc_of(buf, prim)

@@ -214,11 +214,11 @@ def stage_mem(
             for io in seq(0, n / 4):           ->    for io in seq(0, n / 4):
                 for ii in seq(0, 4):                     tile: i8[4] @ DRAM
                     A[4 * io + ii] += 2                  for i0 in seq(0, 4):
-                                                             tile[i0] = A[i0 + 4 * io]
+                                                             tile[i0] = A[4 * io + i0]
                                                          for ii in seq(0, 4):
                                                              tile[ii] += 2
                                                          for i0 in seq(0, 4):
-                                                             A[i0 + 4 * io] = tile[i0]
+                                                             A[4 * io + i0] = tile[i0]
     """
     ir = proc.ir()
     loc = block.block()
