@@ -5,6 +5,8 @@ simplify), addressed by the same patterns, on the same sgemm proc, in this one p
 schedule is replayed ``--repeat`` times from the unscheduled proc; per step we keep the
 fastest replay (the first replay pays for imports, solver start-up and caches warming, in both
 libraries). Prints the per-primitive time of each library and the ratio exo / cursched.
+Three schedules: loops (20 steps), buffers (stage_mem, expand_dim, lift_alloc) and ``replace``
+by 8-wide instructions (declared in both libraries with the same bodies and asserts).
 
 Run: ``python benchmarks/schedule_speed.py [--repeat 5]``. Needs ``pip install -e '.[dev]'``
 (which installs exo-lang).
@@ -22,10 +24,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import exo.API_scheduling as exo_api
+from _exo_instrs import fma8_exo, zero8_exo
 from _exo_procs import sgemm_exo
 
 import cursched as cs
-from cursched import DRAM, proc
+from cursched import DRAM, instr, proc
 
 
 @proc
@@ -38,6 +41,21 @@ def sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C
             C[i, j] = 0.0
             for k in seq(0, K):
                 C[i, j] += A[i, k] * B[k, j]
+
+
+@instr("for (int t_ = 0; t_ < 8; t_++) {dst_data}[t_] = 0.0f;")
+def zero8(dst: [f32][8] @ DRAM):
+    assert stride(dst, 0) == 1
+    for i in seq(0, 8):
+        dst[i] = 0.0
+
+
+@instr("for (int t_ = 0; t_ < 8; t_++) {dst_data}[t_] += {a_data}[0] * {b_data}[t_];")
+def fma8(dst: [f32][8] @ DRAM, a: [f32][1] @ DRAM, b: [f32][8] @ DRAM):
+    assert stride(dst, 0) == 1
+    assert stride(b, 0) == 1
+    for i in seq(0, 8):
+        dst[i] += a[0] * b[i]
 
 
 Step = tuple[str, Callable[[Any], Any], Callable[[Any], Any]]
@@ -198,6 +216,34 @@ BUFFER_STEPS: list[Step] = [
 ]
 
 
+# replace on the same sgemm: tile i by 4 and j by 8, then replace the zeroing rows and the
+# multiply-add rows by 8-wide instructions (the same instruction bodies and asserts in both
+# libraries; Exo 1.0 does not check the asserts, cursched proves them at each call).
+REPLACE_STEPS: list[Step] = [
+    *BUFFER_STEPS[:3],
+    (
+        "fission",
+        lambda p: _cs(cs.fission)(p, p.find("C[_] = _").after()),
+        lambda p: exo_api.fission(p, p.find("C[_] = _").after()),
+    ),
+    (
+        "reorder_loops",
+        lambda p: _cs(cs.reorder_loops)(p, p.find_loop("ji #1")),
+        lambda p: exo_api.reorder_loops(p, p.find_loop("ji #1")),
+    ),
+    (
+        "replace",
+        lambda p: _cs(cs.replace)(p, p.find_loop("ji"), zero8),
+        lambda p: exo_api.replace(p, p.find_loop("ji"), zero8_exo),
+    ),
+    (
+        "replace",
+        lambda p: _cs(cs.replace)(p, p.find_loop("ji"), fma8),
+        lambda p: exo_api.replace(p, p.find_loop("ji"), fma8_exo),
+    ),
+]
+
+
 def run(steps: list[Step], start: Any, which: int, repeat: int) -> tuple[list[float], Any]:
     """Replay the schedule ``repeat`` times; the fastest time of each step, and the result."""
     best = [float("inf")] * len(steps)
@@ -244,6 +290,12 @@ def main() -> None:
     assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
     print()
     report(f"buffer schedule of sgemm (tile staging), best of {args.repeat}", names, ours, theirs)
+    names = [s[0] for s in REPLACE_STEPS]
+    ours, final = run(REPLACE_STEPS, sgemm, 1, args.repeat)
+    theirs, _ = run(REPLACE_STEPS, sgemm_exo, 2, args.repeat)
+    assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
+    print()
+    report(f"replace by instructions on sgemm, best of {args.repeat}", names, ours, theirs)
 
 
 if __name__ == "__main__":
