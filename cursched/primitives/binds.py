@@ -46,7 +46,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path, get_at, is_prefix
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
-from cursched.ir.types import INDEX, DataType
+from cursched.ir.types import INDEX, DataType, TensorType
 from cursched.primitives.expr_common import (
     buffers_read,
     buffers_written,
@@ -70,15 +70,15 @@ class NotBindableError(SchedulingError):
 
 
 class ExprsDifferError(SchedulingError):
-    """bind_expr, precondition 3: the expressions are not all the same."""
+    """bind_expr, precondition 5: the expressions are not all the same."""
 
 
 class BadBindNameError(SchedulingError):
-    """bind_expr, precondition 4: the new name is not a valid identifier."""
+    """bind_expr, precondition 6: the new name is not a valid identifier."""
 
 
 class ExprsNotAfterFirstError(SchedulingError):
-    """bind_expr, precondition 5: an expression is neither in the statement of the first one
+    """bind_expr, precondition 3: an expression is neither in the statement of the first one
     nor in a statement after it in the same block."""
 
 
@@ -191,12 +191,12 @@ def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[B
         1. every expression is inside the body (``NotInBodyError``), none inside another or
            given twice (``OverlappingExprsError``).
         2. each is a data value on the right of an ``=`` or ``+=`` (``NotBindableError``).
-        3. they are the same expression: same tree, reads, operators and constants, indices
-           proven equal (``ExprsDifferError``).
-        4. ``name`` is a valid identifier (``BadBindNameError``).
-        5. each is in the statement holding the first, or in a later statement of the same
+        3. each is in the statement holding the first, or in a later statement of the same
            block (``ExprsNotAfterFirstError``).
-        6. the statements holding them compute in one precision (``PrecisionMismatchError``).
+        4. the statements holding them compute in one precision (``PrecisionMismatchError``).
+        5. they are the same expression: same tree, reads, operators and constants, indices
+           proven equal (``ExprsDifferError``).
+        6. ``name`` is a valid identifier (``BadBindNameError``).
         7. no buffer the expression reads is written from the first statement up to the last
            use (``ReadsChangedError``).
 
@@ -232,12 +232,6 @@ def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[B
     s0 = stmts[first]
     ctx = context_of(ir, s0)
     e0: Expr = exprs[first].node()
-    for k in order[1:]:
-        if not same_expr(e0, exprs[k].node(), ctx):
-            msg = f"{exprs[k].describe()} differs from {exprs[first].describe()}"
-            raise fail(ExprsDifferError, prim, msg, exprs[k])
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise fail(BadBindNameError, prim, f"{name!r} is not a valid name", exprs[first])
     *parent, (attr, lo) = s0
     block = BlockLoc(tuple(parent), attr, lo, lo + 1)
     last = lo
@@ -255,6 +249,12 @@ def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[B
                 f"{exprs[first].describe()}"
             )
             raise fail(PrecisionMismatchError, prim, msg, exprs[k])
+    for k in order[1:]:
+        if not same_expr(e0, exprs[k].node(), ctx):
+            msg = f"{exprs[k].describe()} differs from {exprs[first].describe()}"
+            raise fail(ExprsDifferError, prim, msg, exprs[k])
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise fail(BadBindNameError, prim, f"{name!r} is not a valid name", exprs[first])
     _check_unchanged(prim, ir, block, last, e0, exprs[first], "the expression")
     assert isinstance(precision, DataType), "a write's destination is data"
     sym = Sym(name)
@@ -427,7 +427,12 @@ def _rewrite_use(cur: _Use, rhs: WindowExpr) -> _Use:
     x = rhs.sym
     match cur:
         case Read() if not cur.idx:  # the whole window, passed to a call
-            return WindowExpr(x, tuple(_compose(rhs.idx, (), True)), rhs.type)  # type: ignore[arg-type]
+            whole = tuple(
+                Point(fresh(w.pt)) if isinstance(w, Point) else Interval(fresh(w.lo), fresh(w.hi))
+                for w in rhs.idx
+            )
+            assert isinstance(cur.type, TensorType), "a whole read of a window is a tensor"
+            return WindowExpr(x, whole, cur.type)
         case Read():
             return Read(x, _indices(_compose(rhs.idx, cur.idx, False)), cur.type)
         case WindowExpr():
