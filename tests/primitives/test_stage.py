@@ -5,9 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from cursched import DRAM, DRAM_STACK, proc, set_memory, split, stage_mem
+from cursched import (
+    DRAM,
+    DRAM_STACK,
+    Proc,
+    SchedulingError,
+    proc,
+    set_memory,
+    split,
+    stage_mem,
+)
+from cursched.analysis.bounds import check_bounds
 from cursched.cursors import AllocCursor, BlockCursor, ForCursor, InvalidCursor
+from cursched.frontend import parse_source
 from cursched.primitives.stage import (
     StageAccumError,
     StageAliasError,
@@ -279,3 +293,55 @@ def test_buffer_schedule_history_replays() -> None:
     exec(p.history(), env)
     assert str(env["p"]) == str(p)
     assert_equivalent(foo, p, trials=3)
+
+
+# -------------------------------------------------------------------------- random windows
+
+KINDS = ["read", "write", "reduce", "guarded"]
+
+
+@st.composite
+def staged_case(draw: st.DrawFn) -> tuple[str, list[tuple[str, int]], int, int]:
+    body = draw(
+        st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 4)), min_size=1, max_size=3)
+    )
+    lo = draw(st.integers(0, 8))
+    hi = draw(st.integers(lo, 16))
+    lines = []
+    for kind, c in body:
+        lines.append(
+            {
+                "read": f"        y[i] = x[i + {c}] * 2.0\n",
+                "write": f"        x[i + {c}] = y[i]\n",
+                "reduce": f"        x[i + {c}] += y[i]\n",
+                "guarded": f"        if i < {c + 2}:\n            x[i + {c}] = 3.0\n",
+            }[kind]
+        )
+    text = "def fz(x: f32[16] @ DRAM, y: f32[16] @ DRAM):\n    for i in seq(0, 8):\n"
+    return text + "".join(lines), body, lo, hi
+
+
+@hsettings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=staged_case())
+def test_stage_mem_random_windows_sound_and_tight_windows_accepted(
+    case: tuple[str, list[tuple[str, int]], int, int],
+) -> None:
+    text, body, lo, hi = case
+    p0 = Proc(check_bounds(parse_source(text, {"DRAM": DRAM})))
+    try:
+        p, _ = stage_mem(p0, "for i in _: _", f"x[{lo}:{hi}]", "xs")
+    except SchedulingError:
+        pass
+    else:
+        assert_equivalent(p0, p, trials=2)
+    # the tightest window is refused only by the partial-write rule
+    tlo = min(c for _, c in body)
+    thi = max(c for _, c in body) + 8
+    reads = any(k in ("read", "reduce") for k, _ in body)
+    full = any(k == "write" and c == tlo for k, c in body) and thi - tlo == 8
+    if reads or full:
+        p, _ = stage_mem(p0, "for i in _: _", f"x[{tlo}:{thi}]", "xs")
+        assert_equivalent(p0, p, trials=2)
+    else:
+        with pytest.raises(StagePartialWriteError):
+            stage_mem(p0, "for i in _: _", f"x[{tlo}:{thi}]", "xs")
