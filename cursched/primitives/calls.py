@@ -414,7 +414,14 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
     new = ed.replace(
         loc, (Call(sub, call_args),), hint=f"extracted into `{name}`; use .call or .subproc_body"
     )
-    return ed.done(ExtractSubprocCursors, call=NodeLoc(new.stmt_paths()[0]), subproc=Proc(sub))
+    # subproc_body is filled in by the dataclass (a cursor of subproc, which the framework
+    # would refuse as a cursor of another version); named here so that history() unpacks it.
+    return ed.done(
+        ExtractSubprocCursors,
+        call=NodeLoc(new.stmt_paths()[0]),
+        subproc=Proc(sub),
+        subproc_body=None,
+    )
 
 
 def _arg_read(sym: Sym, t: Any) -> Read:

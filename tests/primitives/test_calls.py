@@ -275,3 +275,69 @@ def test_call_eqv_precision_change() -> None:
     wide, _ = set_precision(acc, "t", "f64")
     with pytest.raises(CallEqvNotProvenError, match="set_precision"):
         call_eqv(uses_acc, "acc(_)", wide)
+
+
+# --------------------------------------------------------------- scalars, windows, history
+
+
+@proc
+def bump(s: f32 @ DRAM, v: [f32][4] @ DRAM):
+    w = v[1:3]
+    tmp: f32[2] @ DRAM
+    for i in seq(0, 2):
+        tmp[i] = w[i]
+    s = s + tmp[0] * tmp[1]
+    s += 1.0
+
+
+@proc
+def bumps(n: size, x: f32[n] @ DRAM, M: f32[n, 4] @ DRAM):
+    for i in seq(0, n):
+        bump(x[i], M[i, 0:4])
+
+
+def test_inline_scalar_parameter_and_window_statement() -> None:
+    p, c = inline(bumps, "bump(_)")
+    text = str(p)
+    assert "w = M[i, 1:3]" in text
+    assert "x[i] = x[i] + tmp[0] * tmp[1]" in text and "x[i] += 1.0" in text
+    assert len(c.body) == 5
+    assert_equivalent(bumps, p, trials=3)
+
+
+@proc
+def windowed(n: size, M: f32[n, 8] @ DRAM):
+    for i in seq(0, n):
+        r = M[i, 2:6]
+        for j in seq(0, 4):
+            r[j] = r[j] * 3.0
+
+
+def test_extract_window_parameter_round_trip() -> None:
+    p, c = extract_subproc(windowed, windowed.find_loop("j"), "triple")
+    assert "triple(r)" in str(p)
+    assert str(c.subproc).startswith("def triple(r: [f32][4] @ DRAM):")
+    assert_equivalent(windowed, p, trials=2)
+    q, _ = inline(p, c.call)
+    assert alpha_equal(q.ir(), windowed.ir())
+
+
+@proc
+def summed(n: size, x: f32[n] @ DRAM):
+    acc: f32 @ DRAM
+    acc = 0.0
+    for i in seq(0, n):
+        acc += x[i]
+    x[0] = acc
+
+
+def test_extract_scalar_allocation_and_history_replays() -> None:
+    p, c = extract_subproc(summed, summed.find_loop("i"), "total")
+    assert "total(n, x, acc)" in str(p)
+    assert str(c.subproc).startswith("def total(n: size, x: f32[n] @ DRAM, acc: f32 @ DRAM):")
+    assert_equivalent(summed, p, trials=2)
+    script = p.history()
+    assert "(call, subproc, subproc_body) = extract_subproc(" in script
+    env: dict[str, object] = {"summed": summed}
+    exec(script, env)
+    assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]

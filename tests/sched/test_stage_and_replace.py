@@ -11,6 +11,7 @@ from types import ModuleType
 
 import pytest
 
+from cursched.ir.alpha import alpha_equal
 from cursched.testing import assert_equivalent
 
 SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "stage_and_replace.py"
@@ -55,3 +56,17 @@ def test_one_pattern_then_cursors(script: ModuleType) -> None:
 def test_schedule_is_equivalent(script: ModuleType) -> None:
     p = script.schedule(script.sgemm)
     assert_equivalent(script.sgemm, p, trials=2, sizes={"M": 8, "N": 8, "K": 3})
+
+
+def test_history_replays(script: ModuleType) -> None:
+    p = script.schedule(script.sgemm)
+    text = p.history()
+    assert "# other procs it uses (bind them first): fma4, load4, store4" in text
+    env: dict[str, object] = {
+        "sgemm": script.sgemm,
+        "fma4": script.fma4,
+        "load4": script.load4,
+        "store4": script.store4,
+    }
+    exec(text, env)
+    assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
