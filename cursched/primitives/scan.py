@@ -105,8 +105,10 @@ def _correction(a: ScanAnalysis, prev: Sym, t: DataType) -> Expr:
         arg: Expr = BinOp("-", p, m, t)
     elif rate.c == -1:
         arg = BinOp("-", m, p, t)
-    else:
+    elif rate.c > 0:
         arg = BinOp("*", _const(float(rate.c), t), BinOp("-", p, m, t), t)
+    else:
+        arg = BinOp("*", _const(float(-rate.c), t), BinOp("-", m, p, t), t)
     e: Expr = Extern(rate.extern, (arg,), t)
     one = _const(1.0, t)
     if a.direction > 0:  # m only grows (fmax): m_prev < m or they are equal
