@@ -36,13 +36,12 @@ from cursched.ir.traversal import free_syms_expr, map_stmt_children
 from cursched.primitives.loop_common import (
     aff,
     expr_of,
-    fresh_copy,
     int_const,
     safety,
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.loop_wrap import valid_name
+from cursched.primitives.loop_wrap import fresh, valid_name
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -129,7 +128,7 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
     if not lo.is_const() or not hi.is_const():
         msg = "the loop bounds are not constants; cut or split the loop first"
         raise fail(UnrollNotConstantError, name, msg, loop)
-    copies = [fresh_copy(L.body, {L.iter: int_const(k)}, ranges) for k in range(lo.const, hi.const)]
+    copies = [fresh(L.body, {L.iter: int_const(k)}, ranges) for k in range(lo.const, hi.const)]
     new: list[Stmt] = [s for c in copies for s in c]
     block = loop.as_block().block()
     if not new and len(stmt_list(ir, block.parent, block.attr)) == 1:

@@ -9,6 +9,7 @@ semantics follow Exo 1.0's primitives of the same names: the block must be idemp
 from __future__ import annotations
 
 import keyword
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cursched.analysis import affine as af
@@ -37,11 +38,12 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import free_syms_expr, walk_exprs, walk_stmts
+from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX
 from cursched.primitives.loop_common import (
     aff,
     expr_of,
+    fresh_copy,
     index_expr,
     int_const,
     safety,
@@ -55,6 +57,21 @@ from cursched.proc import Proc
 def valid_name(name: object) -> bool:
     """Whether ``name`` can name a new variable (an identifier, not a Python keyword)."""
     return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+def fresh(
+    stmts: Sequence[Stmt],
+    env: Mapping[Sym, Expr] | None = None,
+    ranges: Mapping[Sym, af.Bound] | None = None,
+) -> tuple[Stmt, ...]:
+    """``loop_common.fresh_copy`` with the new symbols made in program order, so that the
+    copies' affine normal forms order their terms as the original's do (``16 * io + ii``,
+    never ``ii + 16 * io``): terms are ordered by symbol creation."""
+    syms: set[Sym] = set()
+    for s in stmts:
+        syms |= defined_syms(s)
+    order: dict[Sym, Expr | Sym] = {x: x.copy() for x in sorted(syms, key=lambda x: x.id)}
+    return fresh_copy(stmts, {**order, **(env or {})}, ranges)
 
 
 def escaping_names(ir: ProcDef, block: BlockLoc) -> set[Sym]:
@@ -285,6 +302,7 @@ __all__ = [
     "RemoveLoopUsesIterError",
     "add_loop",
     "escaping_names",
+    "fresh",
     "positive",
     "remove_loop",
     "valid_name",

@@ -28,8 +28,8 @@ from cursched.ir.nodes import BinOp, Const, Expr, For, If, Node, Pass, ProcDef, 
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, subst_stmt
 from cursched.ir.types import BOOL
-from cursched.primitives.loop_common import fresh_copy, index_expr, safety, same_pairs
-from cursched.primitives.loop_wrap import escaping_names
+from cursched.primitives.loop_common import index_expr, safety, same_pairs
+from cursched.primitives.loop_wrap import escaping_names, fresh
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -158,7 +158,7 @@ def lift_scope(proc: Proc, scope: StmtCursor) -> Rewrite[LiftScopeCursors]:
             new: Stmt = If(node.cond, (first,), second)
         case If(), If():
             s3 = parent.orelse if attr == "body" else parent.body
-            copy3 = fresh_copy(s3)
+            copy3 = fresh(s3)
             if attr == "body":
                 one = _if_or(parent.cond, node.body, s3)
                 two = _if_or(parent.cond, node.orelse, copy3)
@@ -354,9 +354,9 @@ def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[Specialize
         names = ", ".join(sorted(s.name for s in hidden))
         raise fail(SpecializeScopeError, name, f"the block declares {names}, used after it", block)
     stmts = block.stmts()
-    node = If(exprs[-1], fresh_copy(stmts), fresh_copy(stmts))
+    node = If(exprs[-1], fresh(stmts), fresh(stmts))
     for e in reversed(exprs[:-1]):
-        node = If(e, fresh_copy(stmts), (node,))
+        node = If(e, fresh(stmts), (node,))
     ed = Editor(ir)
     out = ed.replace(loc, (node,), hint="specialized; use .branches[k].body() or .fallback")
     p = out.stmt_paths()[0]

@@ -20,6 +20,7 @@ from cursched.cursors.stmts import StmtCursor
 from cursched.ir.nodes import (
     Alloc,
     Assign,
+    BinOp,
     Call,
     Const,
     Expr,
@@ -27,6 +28,7 @@ from cursched.ir.nodes import (
     If,
     Pass,
     ProcDef,
+    Read,
     Reduce,
     Scope,
     Stmt,
@@ -34,8 +36,9 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.paths import Path
-from cursched.ir.traversal import map_type, stmt_blocks, stmt_exprs
-from cursched.ir.types import DataType, TensorType
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import free_syms_expr, map_type, stmt_blocks, stmt_exprs, subst_expr
+from cursched.ir.types import ControlType, DataType, TensorType
 from cursched.primitives.registry import PrimCursors, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -52,6 +55,27 @@ class SimplifyCursors(PrimCursors):
     changed: tuple[StmtCursor, ...]
 
 
+def _equalities(ctx: PathContext) -> dict[Sym, Expr]:
+    """``x == c`` facts of the enclosing taken branches (``if M == 16 and ...:``): inside,
+    the control variable ``x`` is the constant ``c``."""
+    out: dict[Sym, Expr] = {}
+
+    def visit(c: Expr) -> None:
+        if isinstance(c, BinOp) and c.op == "and":
+            visit(c.lhs)
+            visit(c.rhs)
+        elif isinstance(c, BinOp) and c.op == "==":
+            for a, b in ((c.lhs, c.rhs), (c.rhs, c.lhs)):
+                control = isinstance(a, Read) and isinstance(a.type, ControlType)
+                if control and not a.idx and a.type.is_integer() and isinstance(b, Const):  # type: ignore[union-attr]
+                    out[a.sym] = b  # type: ignore[union-attr]
+
+    for cond, taken in ctx.conds:
+        if taken:
+            visit(cond)
+    return out
+
+
 class _Simplifier:
     """Rebuilds a proc body; remembers (old, new) statement pairs and the changed ones."""
 
@@ -60,6 +84,10 @@ class _Simplifier:
         self.changed: set[int] = set()
 
     def expr(self, e: Expr, ctx: PathContext) -> Expr:
+        eqs = _equalities(ctx)
+        if eqs and free_syms_expr(e) & set(eqs):
+            new = tidy_expr(subst_expr(e, eqs), ctx.ranges())
+            return e if new == e else new
         return tidy_expr(e, ctx.ranges())  # the same node (identity kept) when unchanged
 
     def block(self, stmts: tuple[Stmt, ...], ctx: PathContext) -> tuple[Stmt, ...]:
@@ -154,7 +182,8 @@ def simplify(proc: Proc) -> Rewrite[SimplifyCursors]:
            enclosing loops (``4 * io + ii`` for ``io * 4 + 4 - 4 + ii``; ``(4 * io + ii) / 4``
            becomes ``io`` when ``0 <= ii < 4``);
         2. comparisons the ranges decide become ``True``/``False``; ``and``/``or`` with a
-           constant operand are folded;
+           constant operand are folded; inside the taken branch of ``if x == c`` (or a
+           conjunction holding it), the control variable ``x`` is replaced by ``c``;
         3. an ``if`` whose condition is always true (false) where it stands is replaced by
            its body (``else`` branch), proven by SMT from the asserts, enclosing loops and
            conditions;

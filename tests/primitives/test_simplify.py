@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cursched import DRAM, mult_loops, proc, simplify, split, unroll_loop
+from cursched import DRAM, mult_loops, proc, simplify, specialize, split, unroll_loop
 from cursched.cursors import AssignCursor, BlockCursor, Tombstone
 from cursched.testing import assert_equivalent
 
@@ -121,3 +121,19 @@ def test_simplify_guard_uses_asserts() -> None:
     assert p.forward(s.body) == p.forward(s.inner).body()
     assert isinstance(p.forward(s.guard), Tombstone)
     assert_equivalent(guarded, p, trials=3)
+
+
+def test_simplify_uses_equalities_of_enclosing_branches(golden) -> None:  # type: ignore[no-untyped-def]
+    @proc
+    def tiled(M: size, x: f32[M] @ DRAM):
+        assert M % 4 == 0
+        for io in seq(0, M / 4):
+            for ii in seq(0, 4):
+                x[4 * io + ii] = 1.0
+
+    p, s = specialize(tiled, tiled.find_loop("io"), "M == 8")
+    p, c = simplify(p)
+    golden.check(p)
+    assert "for io in seq(0, 2):" in str(p)  # M / 4 with M == 8
+    assert c.changed[0] == p.forward(s.branches[0]).body()[0]  # the loop whose bound changed
+    assert_equivalent(tiled, p, trials=4)
