@@ -12,7 +12,8 @@ from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.memory import Memory
-from cursched.ir.nodes import Alloc, Call, FnArg, Node, Read, WindowExpr
+from cursched.ir.nodes import Alloc, Call, FnArg, Node, Read, Stmt, WindowExpr, WindowStmt
+from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_stmts
 from cursched.ir.types import DATA_TYPES, DataType, TensorType
 from cursched.primitives.buffer_common import (
@@ -67,6 +68,32 @@ class SetMemoryWindowedError(SchedulingError):
     windowed or passed to a call."""
 
 
+class SetMemoryCallError(SchedulingError):
+    """set_memory, precondition 4: the buffer (or a window of it) is passed to a call whose
+    parameter lives in another memory."""
+
+
+def _aliases(stmts: tuple[Stmt, ...], sym: Sym) -> set[Sym]:
+    """``sym`` and the window statements that view it, directly or through other windows."""
+    out = {sym}
+    for s in walk_stmts(stmts):  # pre-order: a window is defined before windows of it
+        if isinstance(s, WindowStmt) and s.rhs.sym in out:
+            out.add(s.sym)
+    return out
+
+
+def _call_mismatch(stmts: tuple[Stmt, ...], sym: Sym, mem: type[Memory]) -> Call | None:
+    names = _aliases(stmts, sym)
+    for c in walk_stmts(stmts):
+        if not isinstance(c, Call):
+            continue
+        for param, arg in zip(c.proc.args, c.args, strict=True):
+            passed = isinstance(arg, Read | WindowExpr) and arg.sym in names
+            if passed and param.mem is not None and param.mem is not mem:
+                return c
+    return None
+
+
 @primitive
 def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCursors]:
     """Set the memory of an allocation or a data parameter.
@@ -85,6 +112,8 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
         3. if ``mem`` is not windowable, ``buf`` is never windowed nor passed to a call
            (``SetMemoryWindowedError``). Whether code can address the memory at all is the
            code generator's question (it raises a ``CodegenError``).
+        4. every call ``buf`` (or a window of it) is passed to takes it in ``mem``
+           (``SetMemoryCallError``).
 
     Forwards/Kills:
         ``buf`` forwards to ``buffer``; nothing dies.
@@ -114,7 +143,17 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
                     "passed whole to a call",
                     buf,
                 )
-    ed = Editor(proc.ir())
+    ir = proc.ir()
+    stmts, _ = scope_stmts(ir, buffer_scope(ir, buf))
+    bad = _call_mismatch(stmts, node.sym, mem)
+    if bad is not None:
+        raise fail(
+            SetMemoryCallError,
+            name,
+            f"{node.sym.name} is passed to {bad.proc.name}, which takes it in another memory",
+            buf,
+        )
+    ed = Editor(ir)
     new = node.replace(mem=mem)
     ed.replace_node(_loc(buf), new, same=[(node, new)])
     return _done(ed, _loc(buf))
@@ -275,6 +314,7 @@ def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[Buffe
 
 __all__ = [
     "BufferCursors",
+    "SetMemoryCallError",
     "SetMemoryError",
     "SetMemoryNotDataError",
     "SetMemoryWindowedError",

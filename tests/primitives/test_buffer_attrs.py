@@ -19,6 +19,7 @@ from cursched import (
 from cursched.cursors import AllocCursor, ArgCursor
 from cursched.ir.types import F64
 from cursched.primitives.buffer_attrs import (
+    SetMemoryCallError,
     SetMemoryError,
     SetMemoryNotDataError,
     SetMemoryWindowedError,
@@ -100,6 +101,13 @@ def test_set_memory_not_windowable() -> None:
         set_memory(calls, "t", REGISTER)
     p, _ = set_memory(acc, "t", REGISTER)  # fine: never windowed
     assert "@ REGISTER" in str(p)
+
+
+def test_set_memory_passed_to_a_call_in_another_memory() -> None:
+    with pytest.raises(SetMemoryCallError, match="passed to addv"):
+        set_memory(calls, "t", DRAM_STACK)
+    with pytest.raises(SetMemoryCallError):
+        set_memory(calls, "x", DRAM_STACK)
 
 
 def test_set_memory_user_memory() -> None:
