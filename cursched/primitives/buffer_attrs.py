@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, Editor, NodeLoc
+from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.memory import Memory
@@ -306,9 +306,22 @@ def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[Buffe
         raise fail(SetWindowFlagError, name, f"the flag must be a bool, got {is_window!r}", arg)
     node = arg.node()
     assert isinstance(node.type, TensorType)
-    new = node.replace(type=dataclasses.replace(node.type, window=is_window))
-    ed = Editor(proc.ir())
+    ntype = dataclasses.replace(node.type, window=is_window)
+    new = node.replace(type=ntype)
+    ir = proc.ir()
+    ed = Editor(ir)
     ed.replace_node(_loc(arg), new, same=[(node, new)])
+
+    # a whole-tensor read (a call argument) carries the parameter's type
+    def fix(old: UseNode, cur: UseNode) -> Node:
+        if isinstance(cur, Read) and isinstance(cur.type, TensorType):
+            return cur.replace(type=ntype)
+        return cur
+
+    body = rebuild(ir.body, node.sym, fix)
+    if any(a is not b for a, b in zip(body, ir.body, strict=True)):
+        scope = BlockLoc((), "body", 0, len(ir.body))
+        ed.replace(scope, body, same=_pairs(ir.body, body), hint="retyped by set_window")
     return _done(ed, _loc(arg))
 
 

@@ -86,6 +86,18 @@ def test_set_window(golden) -> None:  # type: ignore[no-untyped-def]
     assert str(p2) == str(acc)
 
 
+@proc
+def whole(x: f32[4] @ DRAM, y: f32[4] @ DRAM):
+    addv(x, y)
+
+
+def test_set_window_retypes_whole_tensor_arguments() -> None:
+    p, c = set_window(whole, "x", True)
+    assert "x: [f32][4] @ DRAM" in str(p)
+    assert c.buffer == p.forward(whole.find_alloc_or_arg("x"))
+    assert_equivalent(whole, p, trials=2)
+
+
 def test_set_memory_bad_memory() -> None:
     with pytest.raises(SetMemoryError):
         set_memory(acc, "t", "DRAM")
