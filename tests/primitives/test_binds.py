@@ -170,6 +170,19 @@ def test_bind_expr_reads_changed() -> None:
         bind_expr(twice, [first, last], "b")  # x[i, 0] = 0.0 stands between
 
 
+def test_bind_expr_reads_changed_through_a_window() -> None:
+    @proc
+    def alias(n: size, x: f32[n, 4] @ DRAM, y: f32[n] @ DRAM):
+        for i in seq(0, n):
+            y[i] = x[i, 1] * 2.0
+            w = x[i, 0:4]
+            w[1] = 5.0
+            y[i] += x[i, 1] * 2.0
+
+    with pytest.raises(ReadsChangedError, match="reads x"):
+        bind_expr(alias, alias.find_all("x[_] * 2.0"), "b")
+
+
 # ---------------------------------------------------------------------------- inline_assign
 
 

@@ -176,12 +176,13 @@ def test_split_write_not_addition() -> None:
 
 
 def test_split_write_reads_target() -> None:
+    # Exo 1.0 splits this into `y[i] = x[i]; y[i] += y[i] + 1.0`, which reads the new y[i].
     @proc
     def self_ref(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
         for i in seq(0, n):
-            y[i] = x[i] + y[i]
+            y[i] = x[i] + (y[i] + 1.0)
 
-    with pytest.raises(SplitReadsTargetError):
+    with pytest.raises(SplitReadsTargetError, match="reads what the statement writes"):
         split_write(self_ref, "y[_] = _")
 
 
