@@ -237,3 +237,68 @@ def test_replace_offset_window() -> None:
     p, _ = replace(short, "for i in _: _", copy4)
     assert "copy4(B[2:6], A[2:6])" in str(p)
     assert_equivalent(short, p, trials=2)
+
+
+@instr("clear4({dst_data});")
+def clear4(dst: f32[4] @ DRAM):
+    for i in seq(0, 4):
+        dst[i] = 0.0
+
+
+@instr("half_clear({dst_data});")
+def half_clear(dst: [f32][4] @ DRAM):
+    for i in seq(0, 4):
+        if i < 2:
+            dst[i] = 0.0
+
+
+def test_contiguous_parameter_takes_a_whole_buffer() -> None:
+    @proc
+    def fill(n: size, x: f32[n, 4] @ DRAM):
+        for i in seq(0, n):
+            t: f32[4] @ DRAM
+            for j in seq(0, 4):
+                t[j] = 0.0
+            for j in seq(0, 4):
+                x[i, j] = 0.0
+            x[i, 0] += t[0]
+
+    p, c = replace(fill, "for j in _: _", clear4)
+    assert "clear4(t)" in str(p) and c.call.name() == "clear4"
+    assert_equivalent(fill, p, trials=2)
+    with pytest.raises(ReplaceMismatchError, match="contiguous"):
+        replace(fill, "for j in _: _ #1", clear4)
+
+
+def test_instruction_with_a_condition() -> None:
+    @proc
+    def halves(n: size, x: f32[n, 4] @ DRAM):
+        for i in seq(0, n):
+            for j in seq(0, 4):
+                if j < 2:
+                    x[i, j] = 0.0
+
+    @proc
+    def other_half(n: size, x: f32[n, 4] @ DRAM):
+        for i in seq(0, n):
+            for j in seq(0, 4):
+                if j < 3:
+                    x[i, j] = 0.0
+
+    p, _ = replace(halves, "for j in _: _", half_clear)
+    assert "half_clear(x[i, 0:4])" in str(p)
+    assert_equivalent(halves, p, trials=2)
+    with pytest.raises(ReplaceMismatchError, match="condition"):
+        replace(other_half, "for j in _: _", half_clear)
+
+
+def test_instruction_call_compiles() -> None:
+    """The instruction call compiles through its template and matches the interpreter."""
+    p2, _ = replace(rows, "for ji in _: _", copy4)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 16)).astype(np.float32)
+    s = rng.standard_normal(2).astype(np.float32)
+    b1, b2 = np.zeros((2, 16), np.float32), np.zeros((2, 16), np.float32)
+    p2.compile()(2, a, b1, s)
+    p2.interpret(2, a, b2, s)
+    np.testing.assert_allclose(b1, b2, rtol=1e-6)
