@@ -8,7 +8,7 @@ from cursched.primitives.allocs import delete_buffer, lift_alloc, reuse_buffer, 
 from cursched.primitives.binds import bind_expr, inline_assign, inline_window
 from cursched.primitives.buffer_attrs import set_memory, set_precision, set_window
 from cursched.primitives.call_eqv import call_eqv
-from cursched.primitives.calls import extract_subproc, inline
+from cursched.primitives.calls import inline
 from cursched.primitives.dims import (
     divide_dim,
     expand_dim,
@@ -18,6 +18,7 @@ from cursched.primitives.dims import (
     unroll_buffer,
 )
 from cursched.primitives.exprs import commute_expr, left_reassociate_expr, rewrite_expr
+from cursched.primitives.extract import extract_subproc
 from cursched.primitives.loop_nests import fission, fuse, reorder_loops
 from cursched.primitives.loop_ranges import cut_loop, join_loops, shift_loop
 from cursched.primitives.loop_shapes import mult_loops, parallelize_loop, unroll_loop

@@ -442,7 +442,9 @@ class Unifier:
                         f"{param.name} is first accessed{where}"
                     )
                 sa = af.to_aff(size)
-                hi = lo if sa is None else af.simplify_expr(af.from_aff(lo_a - e_a + sa))
+                if sa is None:
+                    raise UnifyError(f"the size {print_expr(size)} of {param.name} is not affine")
+                hi = af.simplify_expr(af.from_aff(lo_a - e_a + sa))
                 coords.append(Interval(lo, hi))
             if ok:
                 for c in coords:

@@ -26,11 +26,11 @@ from cursched.primitives.call_eqv import (
     CallEqvSignatureError,
     equivalence_story,
 )
-from cursched.primitives.calls import (
+from cursched.primitives.calls import InlineNotCallError
+from cursched.primitives.extract import (
     ExtractBoundsError,
     ExtractEscapeError,
     ExtractNameError,
-    InlineNotCallError,
 )
 from cursched.testing import assert_equivalent
 
