@@ -4,9 +4,8 @@
 scalar assigned once; ``inline_window`` replaces a window name by the accesses it stands for.
 Moving a data expression between statements is exact only between statements of one
 precision (docs/semantics.md: an expression is computed in its destination's precision), and
-only while nothing it reads is written in between; both are preconditions, checked
-syntactically on whole buffers (conservative: a write to another element of a buffer the
-expression reads also refuses).
+only while nothing it reads is written in between; both are preconditions, the second proven
+element by element (``cursched.analysis.checks_exprs``, through windows and calls).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import keyword
 from collections.abc import Sequence
 
 from cursched.analysis import affine as af
+from cursched.analysis.checks_exprs import ValueChangedError, check_unchanged
 from cursched.analysis.context import context_of
 from cursched.cursors import (
     AssignCursor,
@@ -44,12 +44,9 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.paths import Path, get_at, is_prefix
-from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
 from cursched.ir.types import INDEX, DataType, TensorType
 from cursched.primitives.expr_common import (
-    buffers_read,
-    buffers_written,
     decl_type,
     dest_type,
     fresh,
@@ -126,20 +123,20 @@ def _check_unchanged(
     what: str,
 ) -> None:
     """Refuse when a statement of ``block`` from ``block.lo`` up to the last use (statement
-    ``last``) may write a buffer ``expr`` reads. The last statement counts only when it is
-    compound: an assignment evaluates its right-hand side before it writes.
+    ``last``) may write an element ``expr`` reads (``analysis.checks_exprs``). The last
+    statement counts only when it is compound: an assignment evaluates its right-hand side
+    before it writes.
     """
     stmts = stmt_list(ir, block.parent, block.attr)
     upto = last if isinstance(stmts[last], Assign | Reduce) else last + 1
-    span = stmts[block.lo : upto]
-    if not span:
-        return
-    ctx = context_of(ir, (*block.parent, (block.attr, block.lo)))
-    clash = buffers_read(expr, ctx.windows) & buffers_written(span, ctx.windows)
-    if clash:
-        names = ", ".join(sorted(s.name for s in clash))
-        msg = f"{what} {print_expr(expr)} reads {names}, which is written before a use"
-        raise fail(ReadsChangedError, prim, msg, where)
+    at = (*block.parent, (block.attr, block.lo))
+    try:
+        check_unchanged(ir, at, expr, stmts[block.lo : upto], primitive=prim)
+    except ValueChangedError as e:
+        msg = f"{what} " + e.message.removeprefix(f"{prim}: ")
+        err = fail(ReadsChangedError, prim, msg, where)
+        err.counterexample = e.counterexample  # type: ignore[attr-defined]
+        raise err from e
 
 
 def _sibling_index(block: BlockLoc, path: Path) -> int | None:

@@ -166,8 +166,26 @@ def test_bind_expr_precision() -> None:
 
 def test_bind_expr_reads_changed() -> None:
     first, _, _, last = twice.find_all("x[_] * 2.0")
-    with pytest.raises(ReadsChangedError, match="reads x"):
+    with pytest.raises(ReadsChangedError, match="reads x") as e:
         bind_expr(twice, [first, last], "b")  # x[i, 0] = 0.0 stands between
+    assert e.value.counterexample is not None  # type: ignore[attr-defined]
+
+
+def test_bind_expr_other_elements_may_change() -> None:
+    @proc
+    def neighbour(n: size, x: f32[n + 1, 4] @ DRAM, y: f32[n] @ DRAM):
+        for i in seq(0, n):
+            y[i] = x[i, 1] * 2.0
+            for j in seq(0, 4):
+                x[i + 1, j] = y[i]
+            x[i, 2] = 0.0
+            y[i] += x[i, 1] * 2.0
+
+    p, c = bind_expr(neighbour, neighbour.find_all("x[_] * 2.0"), "b")
+    assert len(c.reads) == 2
+    assert_equivalent(neighbour, p, trials=3, rtol=0, atol=0)
+    q, _ = inline_assign(p, c.assign)
+    assert_equivalent(neighbour, q, trials=3, rtol=0, atol=0)
 
 
 def test_bind_expr_reads_changed_through_a_window() -> None:
