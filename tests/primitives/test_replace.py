@@ -193,6 +193,11 @@ def test_assert_stride_of_a_column_read() -> None:
         replace(column, "for ii in _: _", copy4)
     assert isinstance(info.value.__cause__, SafetyError)
     assert "counterexample" in str(info.value)
+    # The explicit opt-out skips the call-site proof only (never the match).
+    _, c = replace(column, "for ii in _: _", copy4, unsafe_skip_checks=True)
+    assert c.call.name() == "copy4"
+    with pytest.raises(ReplaceMismatchError):
+        replace(column, "for j in _: _", copy4, unsafe_skip_checks=True)
 
 
 def test_exo_issue_758_instruction_assert_is_proven() -> None:
