@@ -139,11 +139,12 @@ def remove_loop(
 
     Preconditions:
         1. the body does not use the loop variable (``RemoveLoopUsesIterError``).
-        2. the body is idempotent: it reduces into no outside buffer and reads no buffer it
-           writes (``RemoveLoopNotIdempotentError``, from
+        2. the body is idempotent: every element it reads or reduces into, of a buffer it
+           writes, was written before in the same run (``RemoveLoopNotIdempotentError``, from
            ``cursched.analysis.checks_loops.check_idempotent``).
         When ``lo < hi`` is not proven, the body is kept under a guard ``if hi > lo:`` (as in
-        Exo) so that a loop that ran no iteration still does nothing.
+        Exo; written simplified, ``if m > 2:`` for ``seq(0, m - 2)``) so that a loop that ran
+        no iteration still does nothing.
 
     Forwards/Kills:
         Kills the loop (hint: "removed by remove_loop; use .body"); the body statements keep
