@@ -12,12 +12,15 @@ tolerance.
 
 from __future__ import annotations
 
+from cursched.analysis import smt
+from cursched.analysis.checks_exprs import ValueChangedError, check_unchanged
 from cursched.analysis.context import context_of
-from cursched.cursors import BlockCursor, BlockLoc, Editor, NodeLoc, StmtCursor
+from cursched.cursors import BlockCursor, BlockLoc, Cursor, Editor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import walk
 from cursched.errors import SchedulingError
-from cursched.ir.nodes import Assign, BinOp, Const, For, Read, Reduce, Stmt
+from cursched.ir.nodes import Assign, BinOp, Const, Expr, For, ProcDef, Read, Reduce, Stmt
+from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
 from cursched.ir.types import TensorType
 from cursched.primitives.expr_common import (
@@ -108,6 +111,27 @@ class SplitWriteCursors(PrimCursors):
     second: StmtCursor
 
 
+def _unchanged(
+    prim: str,
+    ir: ProcDef,
+    at: Path,
+    expr: Expr,
+    write: Stmt,
+    cls: type[SchedulingError],
+    message: str,
+    where: Cursor,
+) -> None:
+    """Raise ``cls`` when ``write`` (run at ``at``) may change the value of ``expr``."""
+    try:
+        check_unchanged(ir, at, expr, (write,), primitive=prim)
+    except ValueChangedError as e:
+        if e.counterexample is not None:
+            message += f"\n  counterexample: {smt.format_model(e.counterexample)}"
+        err = fail(cls, prim, message, where)
+        err.counterexample = e.counterexample  # type: ignore[attr-defined]
+        raise err from e
+
+
 # ----------------------------------------------------------------------------- merge_writes
 
 
@@ -130,8 +154,9 @@ def merge_writes(proc: Proc, block: BlockCursor) -> Rewrite[WriteCursors]:
     Preconditions:
         1. the block holds two statements, each ``=`` or ``+=`` (``NotTwoWritesError``).
         2. they write the same buffer at indices proven equal (``DifferentTargetsError``).
-        3. the second right-hand side reads nothing the first writes (through windows too)
-           (``SecondReadsTargetError``).
+        3. the first write leaves the value of the second right-hand side unchanged: no
+           element it reads is written by the first (through windows too; proven by the
+           dependence test, with a counterexample) (``SecondReadsTargetError``).
 
     Forwards/Kills:
         When the second is ``=``, the first dies (hint: "overwritten; removed by
@@ -160,9 +185,16 @@ def merge_writes(proc: Proc, block: BlockCursor) -> Rewrite[WriteCursors]:
         raise fail(
             DifferentTargetsError, prim, "the two statements may write different elements", block
         )
-    if buffers_read(s2.rhs, ctx.windows) & buffers_written((s1,), ctx.windows):
-        msg = f"the second right-hand side {print_expr(s2.rhs)} reads what the first writes"
-        raise fail(SecondReadsTargetError, prim, msg, block)
+    _unchanged(
+        prim,
+        ir,
+        block.paths()[0],
+        s2.rhs,
+        s1,
+        SecondReadsTargetError,
+        f"the second right-hand side {print_expr(s2.rhs)} reads what the first writes",
+        block,
+    )
     loc = block.block()
     ed = Editor(ir)
     if isinstance(s2, Assign):
@@ -202,8 +234,8 @@ def split_write(proc: Proc, stmt: StmtCursor) -> Rewrite[SplitWriteCursors]:
     Preconditions:
         1. ``stmt`` is ``=`` or ``+=`` (``NotAWriteError``).
         2. its right-hand side is an addition ``b + c`` (``RhsNotAdditionError``).
-        3. ``c`` reads nothing the statement writes (through windows too)
-           (``SplitReadsTargetError``).
+        3. ``c`` does not read the written element (through windows too; proven by the
+           dependence test, with a counterexample) (``SplitReadsTargetError``).
 
     Forwards/Kills:
         Kills the statement (hint: "split by split_write; use .first and .second"); ``b`` and
@@ -223,12 +255,18 @@ def split_write(proc: Proc, stmt: StmtCursor) -> Rewrite[SplitWriteCursors]:
     if not (isinstance(s.rhs, BinOp) and s.rhs.op == "+"):
         msg = f"the right-hand side {print_expr(s.rhs)} is not an addition"
         raise fail(RhsNotAdditionError, prim, msg, stmt)
-    ctx = context_of(ir, stmt.path())
     b, c = s.rhs.lhs, s.rhs.rhs
-    if buffers_read(c, ctx.windows) & buffers_written((s,), ctx.windows):
-        msg = f"the second operand {print_expr(c)} reads what the statement writes"
-        raise fail(SplitReadsTargetError, prim, msg, stmt)
     one: Stmt = Assign(s.sym, s.idx, b) if isinstance(s, Assign) else Reduce(s.sym, s.idx, b)
+    _unchanged(
+        prim,
+        ir,
+        stmt.path(),
+        c,
+        one,
+        SplitReadsTargetError,
+        f"the second operand {print_expr(c)} reads what the statement writes",
+        stmt,
+    )
     two = Reduce(s.sym, tuple(fresh(i) for i in s.idx), c)
     ed = Editor(ir)
     out = ed.replace(

@@ -132,8 +132,9 @@ def test_merge_different_targets() -> None:
 
 
 def test_merge_second_reads_target() -> None:
-    with pytest.raises(SecondReadsTargetError):
+    with pytest.raises(SecondReadsTargetError, match="counterexample") as e:
         merge_writes(writes, writes.find("y[_] += 2.0 * _").expand(0, 1))
+    assert e.value.counterexample is not None  # type: ignore[attr-defined]
     with pytest.raises(SecondReadsTargetError):
         merge_writes(writes, writes.find("z[_] += 3").expand(0, 1))
 
@@ -184,6 +185,20 @@ def test_split_write_reads_target() -> None:
 
     with pytest.raises(SplitReadsTargetError, match="reads what the statement writes"):
         split_write(self_ref, "y[_] = _")
+
+
+def test_split_and_merge_with_a_neighbour_element() -> None:
+    @proc
+    def shift(n: size, x: f32[n] @ DRAM, y: f32[n + 1] @ DRAM):
+        for i in seq(0, n):
+            y[i] = x[i] + y[i + 1]
+
+    p, c = split_write(shift, "y[_] = _")  # y[i + 1] is not the written element
+    assert "y[i] += y[i + 1]" in str(p)
+    assert_equivalent(shift, p, trials=3, **EXACT)
+    q, _ = merge_writes(p, c.first.expand(0, 1))
+    assert str(q) == str(shift)
+    assert_equivalent(shift, q, trials=3, **EXACT)
 
 
 # ------------------------------------------------------------------------- fold_into_reduce
