@@ -75,33 +75,73 @@ def _unsafe_step(q: Proc) -> str | None:
     return None
 
 
-def equivalence_story(callee: ProcDef, other: Proc) -> tuple[bool, str]:
+def _lineage(p: Proc) -> list[tuple[Proc, list[str]]]:
+    """``p`` and its ancestors, newest first, each with the unsafe steps between it and ``p``."""
+    out: list[tuple[Proc, list[str]]] = []
+    unsafe: list[str] = []
+    q: Proc | None = p
+    while q is not None:
+        out.append((q, list(unsafe)))
+        why = _unsafe_step(q)
+        if why is not None:
+            unsafe.append(why)
+        q = q.parent()
+    return out
+
+
+def callee_proc(proc: Proc, callee: ProcDef) -> Proc | None:
+    """The ``Proc`` whose IR is ``callee``, when ``proc``'s history handed it to a step (the
+    instruction of a ``replace``, the other proc of a ``call_eqv``, the new proc of an
+    ``extract_subproc``); None otherwise (e.g. a call written in the source)."""
+    q: Proc | None = proc
+    while q is not None:
+        step = q.step()
+        if step is not None:
+            values = [*step.args, *(v for _, v in step.kwargs), *(v for _, v in step.results)]
+            for v in values:
+                if isinstance(v, Proc) and v.ir() is callee:
+                    return v
+        q = q.parent()
+    return None
+
+
+def equivalence_story(callee: ProcDef, other: Proc, known: Proc | None = None) -> tuple[bool, str]:
     """Whether ``other`` is proven equivalent to ``callee``, and why (or why not).
 
     Accepted:
         1. ``other`` is alpha-equal to ``callee`` (the procs' own names aside);
         2. a version in ``other``'s history (``other``, its parent, ...) is alpha-equal to
-           ``callee`` (names aside) and every step from that version to ``other`` is a checked
-           primitive: not run with ``unsafe_skip_checks=True``, and not ``set_precision``.
+           ``callee`` (names aside): ``other`` was scheduled from the callee;
+        3. ``known`` (the callee's ``Proc``, see ``callee_proc``) and ``other`` have a common
+           ancestor (the same version, or alpha-equal versions): both were scheduled from
+           it, or the callee was scheduled from ``other``.
 
-    Two procs both scheduled from a common ancestor are accepted through two calls: swap
-    the callee for the common ancestor's version (case 2 read backwards is not accepted,
-    since a ``Call`` holds only the callee's IR, not its history), then for the other one.
+    In cases 2 and 3 every step on the way must keep behaviour: no step ran with
+    ``unsafe_skip_checks=True`` and none is ``set_precision`` (every other primitive proves
+    its rewrite, DESIGN.md contract 7).
     """
     if _same_up_to_name(callee, other.ir()):
         return True, "alpha-equal"
-    q: Proc | None = other
-    unsafe: list[str] = []
-    while q is not None:
-        if _same_up_to_name(q.ir(), callee):
-            if unsafe:
-                return False, "; ".join(unsafe)
-            return True, f"derived from the callee (its v{q.version}) by checked steps"
-        why = _unsafe_step(q)
-        if why is not None:
-            unsafe.append(why)
-        q = q.parent()
-    return False, f"no version of {other.name()} is alpha-equal to {callee.name}"
+    theirs = _lineage(other)
+    # Without the callee's Proc, its IR stands for it: an ancestor with no history of its own.
+    mine: list[tuple[Proc | None, list[str]]] = [*_lineage(known)] if known else [(None, [])]
+
+    def same(a: Proc | None, b: Proc, alpha: bool) -> bool:
+        ir = callee if a is None else a.ir()
+        if alpha:
+            return _same_up_to_name(b.ir(), ir)
+        return b.ir() is ir if a is None else a is b
+
+    # Identity first (cheap, and the common case), then up to alpha-equivalence.
+    for alpha in (False, True):
+        for a, ua in mine:
+            for b, ub in theirs:
+                if not same(a, b, alpha):
+                    continue
+                if ua or ub:
+                    return False, "; ".join([*ua, *ub])
+                return True, f"both scheduled from {b.name()} v{b.version} by checked steps"
+    return False, f"no version of {other.name()} is alpha-equal to a version of {callee.name}"
 
 
 def _signature_diff(a: ProcDef, b: ProcDef) -> str | None:
@@ -139,10 +179,14 @@ def call_eqv(proc: Proc, call: StmtCursor, other: Proc) -> Rewrite[CallEqvCursor
         2. the parameters agree one to one: same kinds, control types, element types, ranks,
            window-ness and memories (``CallEqvSignatureError``).
         3. ``other`` is proven equivalent to the callee (``CallEqvNotProvenError``): it is
-           alpha-equal to it (the procs' names aside), or it was scheduled from it (a
-           version in ``other``'s history is alpha-equal to the callee) by steps that keep
-           behaviour: none ran with ``unsafe_skip_checks=True`` and none is
-           ``set_precision``. Every other primitive proves its rewrite (contract 7).
+           alpha-equal to it (the procs' names aside); or it was scheduled from it (a
+           version in ``other``'s history is alpha-equal to the callee); or, when ``proc``'s
+           history holds the callee's ``Proc`` (it came from ``replace``, ``call_eqv`` or
+           ``extract_subproc``), the two share an ancestor version. Every step on the way
+           must keep behaviour: none ran with ``unsafe_skip_checks=True`` and none is
+           ``set_precision``; every other primitive proves its rewrite (contract 7). A call
+           written in the source holds only the callee's IR: a proc scheduled from it is
+           accepted, its ancestors are not.
 
     Forwards/Kills:
         ``call`` forwards to the new call. Nothing dies.
@@ -161,7 +205,7 @@ def call_eqv(proc: Proc, call: StmtCursor, other: Proc) -> Rewrite[CallEqvCursor
     diff = _signature_diff(s.proc, other_ir)
     if diff is not None:
         raise fail(CallEqvSignatureError, NAME, diff, call)
-    ok, why = equivalence_story(s.proc, other)
+    ok, why = equivalence_story(s.proc, other, callee_proc(proc, s.proc))
     if not ok:
         raise fail(
             CallEqvNotProvenError,
@@ -183,5 +227,6 @@ __all__ = [
     "CallEqvNotProvenError",
     "CallEqvSignatureError",
     "call_eqv",
+    "callee_proc",
     "equivalence_story",
 ]

@@ -341,3 +341,36 @@ def test_extract_scalar_allocation_and_history_replays() -> None:
     env: dict[str, object] = {"summed": summed}
     exec(script, env)
     assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
+
+
+def test_call_eqv_common_ancestor_and_back() -> None:
+    """Once a call holds a scheduled version (its Proc is in the caller's history), a sibling
+    scheduled from the same ancestor, and the ancestor itself, are accepted."""
+    by4, _ = split(scal, "i", 4, ("io", "ii"), tail="cut")
+    by2, _ = split(scal, "i", 2, ("io", "ii"), tail="guard")
+    p, c = call_eqv(caller, "scal(_)", by4)
+    p, d = call_eqv(p, c.call, by2)
+    assert p.forward(c.call) == d.call
+    ok, why = equivalence_story(by4.ir(), by2, by4)
+    assert ok and "scal v0" in why
+    p, _ = call_eqv(p, d.call, scal)
+    assert_equivalent(caller, p, trials=2)
+    # Without the history (a call written in the source), an ancestor is not accepted.
+    assert not equivalence_story(by4.ir(), scal)[0]
+
+
+def test_call_eqv_common_ancestor_with_an_unchecked_step() -> None:
+    @proc
+    def two(n: size, x: [f32][n] @ DRAM):
+        x[0] = 1.0
+        x[0] = 2.0
+
+    @proc
+    def uses_two(x: f32[4] @ DRAM):
+        two(4, x)
+
+    renamed, _ = rename(two, "two_b")
+    swapped, _ = reorder_stmts(two, "x[0] = 1.0; x[0] = 2.0", unsafe_skip_checks=True)
+    p, c = call_eqv(uses_two, "two(_)", renamed)
+    with pytest.raises(CallEqvNotProvenError, match="unsafe_skip_checks"):
+        call_eqv(p, c.call, swapped)
