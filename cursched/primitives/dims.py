@@ -51,13 +51,12 @@ class ExpandDimSizeError(SchedulingError):
 
 
 class ExpandDimIndexExprError(SchedulingError):
-    """expand_dim, precondition 5: the index does not resolve at some access (it may use the
-    sizes and the loops around each access)."""
+    """expand_dim, precondition 5: the index is not affine in the sizes and the loops around
+    the allocation."""
 
 
 class ExpandDimBoundsError(SchedulingError):
-    """expand_dim, precondition 6: the index is not proven inside ``0 <= index < size`` at
-    some access."""
+    """expand_dim, precondition 6: the index is not proven inside ``0 <= index < size``."""
 
 
 @primitive
@@ -69,8 +68,10 @@ def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCur
         buf: the allocation (a cursor or a buffer name).
         size: the new dimension's size (an int, an expression or its text, over the sizes
             and loops around the allocation).
-        index: the index every access uses in the new dimension (text such as ``"i"``,
-            resolved at each access, so it may name loops inside the allocation's scope).
+        index: the index every access uses in the new dimension (text such as ``"i"``),
+            over the sizes and loops around the allocation, as in Exo: it is the same value
+            for every access in the allocation's scope, which is what makes the rewrite exact
+            (expand inside the loop, then ``lift_alloc``).
 
     Returns:
         The new proc and ``DimCursors``: ``alloc``: the allocation; ``accesses``: the
@@ -80,8 +81,10 @@ def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCur
         1. ``buf`` is an allocation (``DimNotAllocError``).
         3. no ``stride`` of it and no whole-buffer call argument (``DimUseError``).
         4. ``size`` is affine and proven >= 1 (``ExpandDimSizeError``).
-        5. ``index`` resolves at every access (``ExpandDimIndexExprError``).
-        6. ``0 <= index < size`` at every access, proven (``ExpandDimBoundsError``).
+        5. ``index`` is affine in the sizes and loops around the allocation
+           (``ExpandDimIndexExprError``).
+        6. ``0 <= index < size`` there, proven (``ExpandDimBoundsError``, with a
+           counterexample).
 
     Forwards/Kills:
         ``buf`` forwards to ``alloc``; statements keep their identity; rewritten read and
@@ -90,8 +93,8 @@ def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCur
     Example:
         ``expand_dim(p, "t", "n", "i")``::
 
-            t: f32 @ DRAM              ->    t: f32[n] @ DRAM
-            for i in seq(0, n):              for i in seq(0, n):
+            for i in seq(0, n):        ->    for i in seq(0, n):
+                t: f32 @ DRAM                    t: f32[n] @ DRAM
                 t = x[i]                         t[i] = x[i]
                 y[i] = t                         y[i] = t[i]
     """
@@ -101,9 +104,12 @@ def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCur
     n = expr_arg(proc, buf.path(), size, prim, buf, "size", ExpandDimSizeError)
     positive(proc, buf, n, ExpandDimSizeError, prim)
 
+    # resolved once, at the allocation: a name resolved at each access could mean different
+    # loops at different accesses (two loops both called i), which would change the program
+    i = expr_arg(proc, buf.path(), index, prim, buf, "index", ExpandDimIndexExprError)
+    prove_in(proc, buf.path(), int_const(0), i, n, True, ExpandDimBoundsError, prim, buf)
+
     def per_use(u: Use) -> Planned:
-        i = expr_arg(proc, u.path, index, prim, buf, "index", ExpandDimIndexExprError)
-        prove_in(proc, u.path, int_const(0), i, n, True, ExpandDimBoundsError, prim, buf)
         if isinstance(u.node, WindowExpr):
             return a.sym, (Point(i), *u.node.idx)
         return a.sym, (i, *coords(u))

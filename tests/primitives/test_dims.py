@@ -52,10 +52,19 @@ def rows(n: size, x: f32[n, 16] @ DRAM, y: f32[n, 16] @ DRAM):
 
 @proc
 def scal(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        s: f32 @ DRAM
+        s = x[i]
+        y[i] = s + s
+
+
+@proc
+def two_is(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
     s: f32 @ DRAM
     for i in seq(0, n):
         s = x[i]
-        y[i] = s + s
+    for i in seq(0, n):
+        y[i] = s
 
 
 @proc
@@ -121,14 +130,16 @@ def strided(n: size, x: f32[n] @ DRAM):
 # ------------------------------------------------------------------------------ expand_dim
 
 
-def test_expand_dim_after_lift(golden) -> None:  # type: ignore[no-untyped-def]
-    p, c = lift_alloc(rows, "t")
-    old_read = p.find("t[_] * 2.0").lhs()
-    p2, d = expand_dim(p, c.alloc, "n", "i")
-    golden.check(p2)
-    assert isinstance(d.alloc, AllocCursor) and p2.forward(c.alloc) == d.alloc
+def test_expand_dim_then_lift(golden) -> None:  # type: ignore[no-untyped-def]
+    t = rows.find_alloc_or_arg("t")
+    old_read = rows.find("t[_] * 2.0").lhs()
+    p, d = expand_dim(rows, t, "n", "i")
+    assert isinstance(d.alloc, AllocCursor) and p.forward(t) == d.alloc
     assert len(d.accesses) == 2
-    assert not p2.forward(old_read)  # the rewritten access died
+    assert not p.forward(old_read)  # the rewritten access died
+    p2, c = lift_alloc(p, d.alloc)
+    golden.check(p2)
+    assert p2.forward(t) == c.alloc
     assert_equivalent(rows, p2, trials=3)
 
 
@@ -136,12 +147,22 @@ def test_expand_dim_scalar() -> None:
     p, c = expand_dim(scal, "s", "n", "i")
     assert "s: f32[n] @ DRAM" in str(p) and "y[i] = s[i] + s[i]" in str(p)
     assert len(c.accesses) == 3
+    p, _ = lift_alloc(p, c.alloc)
     assert_equivalent(scal, p, trials=3)
     f = p.compile()
     x = np.arange(5, dtype=np.float32)
     y = np.zeros(5, dtype=np.float32)
     f(5, x, y)
     np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_expand_dim_index_is_resolved_at_the_allocation() -> None:
+    # resolved at each access, `i` would name two different loops here and s[i] would no
+    # longer carry the last value of the first loop into the second
+    with pytest.raises(ExpandDimIndexExprError):
+        expand_dim(two_is, "s", "n", "i")
+    p, _ = expand_dim(two_is, "s", "n", "n - 1")
+    assert_equivalent(two_is, p, trials=3)
 
 
 def test_expand_dim_window_gets_a_point() -> None:
