@@ -5,7 +5,7 @@ package root.
 """
 
 from cursched.primitives.allocs import delete_buffer, lift_alloc, reuse_buffer, sink_alloc
-from cursched.primitives.binds import bind_expr, inline_assign, inline_window
+from cursched.primitives.binds import bind_expr, inline_assign
 from cursched.primitives.buffer_attrs import set_memory, set_precision, set_window
 from cursched.primitives.call_eqv import call_eqv
 from cursched.primitives.calls import inline
@@ -32,6 +32,7 @@ from cursched.primitives.scopes import eliminate_dead_code, lift_scope, speciali
 from cursched.primitives.simplify import simplify
 from cursched.primitives.stage import stage_mem
 from cursched.primitives.statements import delete_pass, insert_pass, reorder_stmts
+from cursched.primitives.windows_inline import inline_window
 from cursched.primitives.writes import (
     fold_into_reduce,
     lift_reduce_constant,

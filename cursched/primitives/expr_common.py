@@ -10,7 +10,8 @@
 - ``buffers_read`` / ``buffers_written``: the underlying buffers (through windows) an
   expression reads and statements write, for the syntactic "nothing changes in between"
   checks;
-- ``same_expr``: structural equality with index expressions proven equal in context.
+- ``same_expr``: structural equality with index expressions proven equal in context;
+- ``in_body`` / ``check_disjoint``: the preconditions every expression primitive shares.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.context import PathContext
 from cursched.analysis.effects import block_effects
+from cursched.cursors import ExprCursor
 from cursched.cursors.tree import walk
+from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     STMT_TYPES,
     Alloc,
@@ -40,10 +43,38 @@ from cursched.ir.nodes import (
     WindowExpr,
     WindowStmt,
 )
-from cursched.ir.paths import Path, get_at
+from cursched.ir.paths import Path, get_at, is_prefix
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import map_expr_children
 from cursched.ir.types import DataType, TensorType, Type
+from cursched.primitives.registry import fail
+
+
+class NotInBodyError(SchedulingError):
+    """An expression primitive was given an expression outside the proc's body (an assert or
+    a parameter's shape, which the analysis takes as given)."""
+
+
+class OverlappingExprsError(SchedulingError):
+    """commute_expr / bind_expr: one expression is inside another (or given twice)."""
+
+
+def in_body(prim: str, e: ExprCursor) -> Path:
+    """The path of ``e``, which must be inside the body (else ``NotInBodyError``)."""
+    path = e.path()
+    if not path or path[0][0] != "body":
+        raise fail(NotInBodyError, prim, f"{e.describe()} is not inside the proc's body", e)
+    return path
+
+
+def check_disjoint(prim: str, exprs: Sequence[ExprCursor], paths: Sequence[Path]) -> None:
+    """Refuse (``OverlappingExprsError``) when one expression is inside another."""
+    for i, a in enumerate(paths):
+        for j, b in enumerate(paths):
+            if i != j and is_prefix(a, b):
+                msg = f"{exprs[j].describe()} is inside (or the same as) {exprs[i].describe()}"
+                raise fail(OverlappingExprsError, prim, msg, exprs[j])
+
 
 ASSOCIATIVE: frozenset[str] = frozenset({"+", "*"})
 """Operators that commute and associate (exactly on integers; commuting is exact on floats,
@@ -158,11 +189,15 @@ def reads_sym(e: Expr, sym: Sym) -> bool:
 
 __all__ = [
     "ASSOCIATIVE",
+    "NotInBodyError",
+    "OverlappingExprsError",
     "buffers_read",
     "buffers_written",
+    "check_disjoint",
     "decl_type",
     "dest_type",
     "fresh",
+    "in_body",
     "index_equal",
     "is_data",
     "reads_sym",

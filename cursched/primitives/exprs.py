@@ -19,19 +19,24 @@ from cursched.cursors import Editor, ExprCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import BinOp, Const, Expr, Node, ProcDef, Read, USub
-from cursched.ir.paths import Path, is_prefix
+from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
 from cursched.ir.types import BOOL, INDEX, INT, ControlType, DataType
-from cursched.primitives.expr_common import ASSOCIATIVE, fresh, is_data, same_expr, stmt_path_of
+from cursched.primitives.expr_common import (
+    ASSOCIATIVE,
+    NotInBodyError,
+    OverlappingExprsError,
+    check_disjoint,
+    fresh,
+    in_body,
+    is_data,
+    same_expr,
+    stmt_path_of,
+)
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
-
-
-class NotInBodyError(SchedulingError):
-    """An expression primitive was given an expression outside the proc's body (an assert or
-    a parameter's shape, which the analysis takes as given)."""
 
 
 class BadNewExpressionError(SchedulingError):
@@ -46,23 +51,12 @@ class NotCommutativeError(SchedulingError):
     """commute_expr, precondition 2: an expression is not a ``+`` or ``*``."""
 
 
-class OverlappingExprsError(SchedulingError):
-    """commute_expr, precondition 3: one expression is inside another (or given twice)."""
-
-
 class NotAssociativeError(SchedulingError):
     """left_reassociate_expr, precondition 2: the expression is not a ``+`` or ``*``."""
 
 
 class RhsNotSameOpError(SchedulingError):
     """left_reassociate_expr, precondition 3: the right operand is not the same operation."""
-
-
-def _in_body(prim: str, e: ExprCursor) -> Path:
-    path = e.path()
-    if not path or path[0][0] != "body":
-        raise fail(NotInBodyError, prim, f"{e.describe()} is not inside the proc's body", e)
-    return path
 
 
 # ------------------------------------------------------------------------------ rewrite_expr
@@ -182,7 +176,7 @@ def rewrite_expr(proc: Proc, expr: ExprCursor, new: Any) -> Rewrite[ExprCursors]
     """
     prim = "rewrite_expr"
     ir = proc.ir()
-    path = _in_body(prim, expr)
+    path = in_body(prim, expr)
     stmt = stmt_path_of(ir, path)
     old: Expr = expr.node()
     e = _new_expr(ir, stmt, old, new)
@@ -260,19 +254,11 @@ def commute_expr(proc: Proc, exprs: tuple[ExprCursor, ...]) -> Rewrite[CommuteEx
     prim = "commute_expr"
     paths: list[Path] = []
     for e in exprs:
-        paths.append(_in_body(prim, e))
+        paths.append(in_body(prim, e))
         node = e.node()
         if not (isinstance(node, BinOp) and node.op in ASSOCIATIVE):
             raise fail(NotCommutativeError, prim, f"{e.describe()} is not a + or a *", e)
-    for i, a in enumerate(paths):
-        for j, b in enumerate(paths):
-            if i != j and is_prefix(a, b):
-                raise fail(
-                    OverlappingExprsError,
-                    prim,
-                    f"{exprs[j].describe()} is inside (or the same as) {exprs[i].describe()}",
-                    exprs[j],
-                )
+    check_disjoint(prim, exprs, paths)
     ed = Editor(proc.ir())
     out: list[NodeLoc] = []
     for e, path in zip(exprs, paths, strict=True):
@@ -317,7 +303,7 @@ def left_reassociate_expr(proc: Proc, expr: ExprCursor) -> Rewrite[ExprCursors]:
             y[i] = a[i] + (b[i] + c[i])    ->    y[i] = a[i] + b[i] + c[i]
     """
     prim = "left_reassociate_expr"
-    path = _in_body(prim, expr)
+    path = in_body(prim, expr)
     node = expr.node()
     if not (isinstance(node, BinOp) and node.op in ASSOCIATIVE):
         raise fail(NotAssociativeError, prim, f"{expr.describe()} is not a + or a *", expr)

@@ -13,7 +13,6 @@ from cursched.primitives.binds import (
     ExprsNotAfterFirstError,
     NotALocalScalarError,
     NotAnAssignError,
-    NotAWindowError,
     NotBindableError,
     PrecisionMismatchError,
     ReadElsewhereError,
@@ -21,6 +20,7 @@ from cursched.primitives.binds import (
     WrittenElsewhereError,
 )
 from cursched.primitives.exprs import NotInBodyError, OverlappingExprsError
+from cursched.primitives.windows_inline import NotAWindowError
 from cursched.testing import assert_equivalent
 from cursched.testing.plugin import Golden
 
