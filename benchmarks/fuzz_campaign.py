@@ -1,0 +1,104 @@
+"""A long soundness-fuzzing campaign over every exported primitive.
+
+Runs the property of ``tests/primitives/test_soundness_fuzz.py`` on many random schedules and,
+unlike the test (which stops and shrinks at the first failure), records every distinct finding
+(keyed by the primitive of the failing step, the exception class and the first line of its
+message) with the first proc and call that showed it, then prints them and the per-primitive
+counts of accepted and refused steps.
+
+Usage (from the repository root)::
+
+    python benchmarks/fuzz_campaign.py [EXAMPLES] [--seed S] [--only split,fuse]
+
+To minimise a finding, rerun the test restricted to its primitives and let hypothesis shrink:
+``CURSCHED_FUZZ_ONLY=split,fuse CURSCHED_FUZZ_EXAMPLES=2000 pytest
+tests/primitives/test_soundness_fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+from cursched.primitives import settings as prim_settings
+from tests.primitives import fuzzsteps
+from tests.primitives.fuzzgen import proc_text
+from tests.primitives.test_soundness_fuzz import run_schedule
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("examples", type=int, nargs="?", default=2000)
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    if args.only:
+        os.environ["CURSCHED_FUZZ_ONLY"] = args.only
+    prim_settings.verify = True
+
+    findings: dict[tuple[str, str, str], list[str]] = {}
+    counts: collections.Counter[str] = collections.Counter()
+    accepted: collections.Counter[str] = collections.Counter()
+    refused: collections.Counter[str] = collections.Counter()
+    runs = 0
+
+    @seed(args.seed)
+    @settings(
+        max_examples=args.examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(text=proc_text(), data=st.data())
+    def campaign(text: str, data: st.DataObject) -> None:
+        nonlocal runs
+        runs += 1
+        log: list[str] = []
+        try:
+            run_schedule(text, data, log)
+        except Exception as e:
+            if type(e).__name__ in ("UnsatisfiedAssumption", "StopTest", "Frozen"):
+                raise
+            prim = log[-1].split("(")[0] if log else "?"
+            key = (prim, type(e).__name__, str(e).split("\n")[0][:160])
+            counts[f"{key}"] += 1
+            if key not in findings:
+                notes = "\n".join(getattr(e, "__notes__", []))
+                tb = "".join(traceback.format_exception(e)[-3:])
+                findings[key] = [text, "\n".join(log), notes, tb]
+                print(f"FINDING {len(findings)}: {key}", flush=True)
+        else:
+            for name in log:
+                if "# refused: " in name:
+                    why = name.split("# refused: ")[1]
+                    refused[f"{name.split('(')[0]}: {why}"] += 1
+                if name.endswith("# accepted"):
+                    accepted[name.split("(")[0]] += 1
+
+    t0 = time.time()
+    campaign()
+    print(f"\n{runs} schedules in {time.time() - t0:.0f} s (seed {args.seed}); steps accepted:")
+    print(", ".join(f"{k} {v}" for k, v in sorted(accepted.items())))
+    print(f"never accepted: {sorted(set(fuzzsteps.STEPS) - set(accepted))}")
+    print("refused:", ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
+    for k, (text, log, notes, tb) in findings.items():
+        print("=" * 100)
+        print(k, "x", counts[f"{k}"])
+        print(text)
+        print(log)
+        print(notes)
+        print(tb)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,487 @@
+"""Random primitive steps for the soundness fuzzer: one function per primitive, drawing its
+target through the proc's cursors (``find_all``, navigation) and its other arguments at random.
+
+``available_steps()`` re-imports ``cursched`` at test time and keeps the steps whose primitive
+it exports, so that primitives landing later are fuzzed without editing this file (the steps
+of primitives not yet written are here already). ``CURSCHED_FUZZ_UNEXPORTED=1`` also takes
+the primitives that exist in ``cursched.primitives`` modules but are not exported yet.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import strategies as st
+
+import cursched
+from cursched import DRAM, DRAM_STACK, DRAM_STATIC, Proc
+from cursched.cursors import (
+    AllocCursor,
+    ArgCursor,
+    AssignCursor,
+    BlockCursor,
+    CallCursor,
+    Cursor,
+    ExprCursor,
+    ForCursor,
+    IfCursor,
+    PassCursor,
+    ReduceCursor,
+    ScopeCursor,
+    StmtCursor,
+    WindowStmtCursor,
+)
+from cursched.ir.nodes import Assign, Read, Reduce, Stmt
+from cursched.ir.printer import print_expr
+from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr
+from cursched.ir.types import TensorType
+from tests.primitives.fuzzgen import HELPERS
+
+__all__ = ["STEPS", "NoTarget", "Step", "available_steps"]
+
+
+class NoTarget(Exception):
+    """The proc has nothing this step applies to (not a finding)."""
+
+
+Step = Callable[[Any, Proc, st.DataObject], tuple[Proc, Any]]
+
+# --------------------------------------------------------------------------- targets
+
+
+def stmts(p: Proc) -> list[StmtCursor]:
+    """Every statement of ``p``, in pre-order, found by navigation from the body."""
+    out: list[StmtCursor] = []
+
+    def visit(block: Any) -> None:
+        if not block:
+            return
+        for s in block:
+            out.append(s)
+            if isinstance(s, ForCursor | ScopeCursor):
+                visit(s.body())
+            elif isinstance(s, IfCursor):
+                visit(s.body())
+                visit(s.orelse())
+
+    visit(p.body())
+    return out
+
+
+def pick(data: st.DataObject, items: list[Any]) -> Any:
+    if not items:
+        raise NoTarget
+    return data.draw(st.sampled_from(items))
+
+
+def of(p: Proc, *kinds: type) -> list[Any]:
+    return [s for s in stmts(p) if isinstance(s, kinds)]
+
+
+def loops(p: Proc) -> list[ForCursor]:
+    # the pattern finder, as a user would; navigation finds the same set (checked in stmts)
+    try:
+        return [c for c in p.find_all("for _ in _: _") if isinstance(c, ForCursor)]
+    except cursched.PatternError:
+        return []
+
+
+def a_block(p: Proc, data: st.DataObject) -> BlockCursor:
+    s: StmtCursor = pick(data, stmts(p))
+    return s.expand(0, data.draw(st.integers(0, 2)))
+
+
+def exprs_below(c: Cursor) -> list[ExprCursor]:
+    """Every expression cursor below ``c`` (statement operands and their children)."""
+    out: list[ExprCursor] = []
+    roots: list[ExprCursor] = []
+    if isinstance(c, AssignCursor | ReduceCursor):
+        roots = [c.rhs(), *c.idx()]
+    elif isinstance(c, IfCursor | ForCursor):
+        roots = [c.cond()] if isinstance(c, IfCursor) else [c.lo(), c.hi()]
+    while roots:
+        e = roots.pop()
+        out.append(e)
+        roots.extend(e.children())
+    return out
+
+
+def data_exprs(p: Proc) -> list[ExprCursor]:
+    return [
+        e
+        for s in of(p, AssignCursor, ReduceCursor)
+        for e in exprs_below(s)
+        if not str(e.type()).startswith(("size", "index", "bool"))
+    ]
+
+
+def enclosing_loop_vars(c: StmtCursor) -> list[str]:
+    names: list[str] = []
+    q: Any = c.parent()
+    while q:
+        if isinstance(q, ForCursor):
+            names.append(q.name())
+        q = q.parent()
+    return names
+
+
+def buffers(p: Proc, data: st.DataObject, args: bool = False) -> Any:
+    allocs = [a for a in of(p, AllocCursor) if isinstance(a.type(), TensorType)]
+    if args:
+        allocs += [a for a in p.args() if isinstance(a.type(), TensorType)]
+    return pick(data, allocs)
+
+
+def accesses(ss: tuple[Stmt, ...]) -> list[tuple[str, tuple[str, ...]]]:
+    """(buffer name, index texts) of every element access in these statements."""
+    out: list[tuple[str, tuple[str, ...]]] = []
+    todo = list(ss)
+    while todo:
+        s = todo.pop()
+        if isinstance(s, Assign | Reduce) and s.idx:
+            out.append((s.sym.name, tuple(print_expr(i) for i in s.idx)))
+        for e in stmt_exprs(s):
+            for r in walk_expr(e):
+                if isinstance(r, Read) and r.idx:
+                    out.append((r.sym.name, tuple(print_expr(i) for i in r.idx)))
+        for _, b in stmt_blocks(s):
+            todo.extend(b)
+    return out
+
+
+# ----------------------------------------------------------------------------- steps
+# Each takes (the primitive, the proc, the hypothesis data) and returns what the primitive
+# returns. The names are the primitives' names.
+
+LOOP_BOUNDS = ["0", "1", "2", "3", "n", "n - 1", "n / 2", "n + 1"]
+CONDS = ["n > 2", "n == 4", "n % 2 == 0", "n < 3", "n >= 1", "n > 2 and n < 6"]
+
+
+def _split(f: Any, p: Proc, data: st.DataObject) -> Any:
+    loop = pick(data, loops(p))
+    tail = data.draw(st.sampled_from(["guard", "cut", "cut_and_guard", "perfect"]))
+    k = data.draw(st.integers(2, 4))
+    return f(p, loop, k, (loop.name() + "o", loop.name() + "i"), tail=tail)
+
+
+def _one_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)))
+
+
+def _fission(f: Any, p: Proc, data: st.DataObject) -> Any:
+    inside = [s for s in stmts(p) if isinstance(s.parent(), ForCursor | IfCursor)]
+    s = pick(data, inside)
+    gap = s.after() if data.draw(st.booleans()) else s.before()
+    return f(p, gap, n_lifts=data.draw(st.integers(1, 3)))
+
+
+def _pair(p: Proc, kinds: tuple[type, ...], data: st.DataObject) -> tuple[Any, Any]:
+    pairs = [(s, s.next()) for s in of(p, *kinds) if isinstance(s.next(), kinds)]
+    return pick(data, pairs)  # type: ignore[no-any-return]
+
+
+def _fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, *_pair(p, (ForCursor, IfCursor), data))
+
+
+def _join(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, *_pair(p, (ForCursor,), data))
+
+
+def _cut(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(LOOP_BOUNDS)))
+
+
+def _shift(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(["0", "1", "2", "n", "-1"])))
+
+
+def _mult(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), "m")
+
+
+def _scope_stmt(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, ForCursor, IfCursor)))
+
+
+def _add_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
+    hi = data.draw(st.sampled_from(["0", "1", "2", "n", "4"]))
+    return f(p, a_block(p, data), "r", hi, guard=data.draw(st.booleans()))
+
+
+def _specialize(f: Any, p: Proc, data: st.DataObject) -> Any:
+    conds = data.draw(st.lists(st.sampled_from(CONDS), min_size=1, max_size=2))
+    return f(p, a_block(p, data), conds)
+
+
+def _whole(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p)
+
+
+def _insert_pass(f: Any, p: Proc, data: st.DataObject) -> Any:
+    s = pick(data, stmts(p))
+    return f(p, s.after() if data.draw(st.booleans()) else s.before())
+
+
+def _delete_pass(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, PassCursor)))
+
+
+def _two(p: Proc, data: st.DataObject) -> BlockCursor:
+    return pick(data, [s.expand(0, 1) for s in stmts(p) if s.next()])  # type: ignore[no-any-return]
+
+
+def _reorder_stmts(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, _two(p, data))
+
+
+def _rename(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, "fz2")
+
+
+def _stage_mem(f: Any, p: Proc, data: st.DataObject) -> Any:
+    b = a_block(p, data)
+    found = accesses(b.stmts())
+    name, idx = pick(data, found)
+    parts = []
+    for i in idx:
+        how = data.draw(st.integers(0, 2))
+        if how == 0:
+            parts.append(i)
+        else:
+            c, w = data.draw(st.integers(0, 1)), data.draw(st.integers(1, 4))
+            lo = f"{i} - {c}" if c else i
+            parts.append(f"{lo}:{lo} + {w}")
+    window = f"{name}[{', '.join(parts)}]"
+    return f(p, b, window, "stg", accum=data.draw(st.booleans()))
+
+
+def _lift_alloc(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, AllocCursor)), n_lifts=data.draw(st.integers(1, 2)))
+
+
+def _sink_alloc(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, AllocCursor)))
+
+
+def _expand_dim(f: Any, p: Proc, data: st.DataObject) -> Any:
+    buf = pick(data, of(p, AllocCursor))
+    index = data.draw(st.sampled_from(["0", "1", *enclosing_loop_vars(buf)]))
+    return f(p, buf, data.draw(st.sampled_from(["2", "4", "n", "n + 1"])), index)
+
+
+def _resize_dim(f: Any, p: Proc, data: st.DataObject) -> Any:
+    buf = buffers(p, data)
+    dim = data.draw(st.integers(0, len(buf.shape()) - 1))
+    size = data.draw(st.sampled_from(["1", "2", "3", "4", "8", "n"]))
+    return f(p, buf, dim, size, data.draw(st.sampled_from([0, 1, 2])))
+
+
+def _rearrange_dim(f: Any, p: Proc, data: st.DataObject) -> Any:
+    buf = buffers(p, data)
+    rank = len(buf.shape())
+    return f(p, buf, data.draw(st.permutations(list(range(rank)))))
+
+
+def _divide_dim(f: Any, p: Proc, data: st.DataObject) -> Any:
+    buf = buffers(p, data)
+    dim = data.draw(st.integers(0, len(buf.shape()) - 1))
+    return f(p, buf, dim, data.draw(st.sampled_from([2, 3, 4])))
+
+
+def _mult_dim(f: Any, p: Proc, data: st.DataObject) -> Any:
+    buf = buffers(p, data)
+    hi, lo = data.draw(st.sampled_from([(0, 1), (1, 0), (0, 0)]))
+    return f(p, buf, hi, lo)
+
+
+def _unroll_buffer(f: Any, p: Proc, data: st.DataObject) -> Any:
+    buf = buffers(p, data)
+    return f(p, buf, data.draw(st.integers(0, len(buf.shape()) - 1)))
+
+
+def _delete_buffer(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, AllocCursor)))
+
+
+def _reuse_buffer(f: Any, p: Proc, data: st.DataObject) -> Any:
+    allocs = of(p, AllocCursor)
+    return f(p, pick(data, allocs), pick(data, allocs))
+
+
+def _set_memory(f: Any, p: Proc, data: st.DataObject) -> Any:
+    bufs: list[Any] = [*of(p, AllocCursor), *p.args()[1:]]
+    mem = data.draw(st.sampled_from([DRAM, DRAM_STACK, DRAM_STATIC]))
+    return f(p, pick(data, bufs), mem)
+
+
+def _set_precision(f: Any, p: Proc, data: st.DataObject) -> Any:
+    # f64 only: a narrower type changes results by design (set_precision is unchecked)
+    return f(p, pick(data, of(p, AllocCursor)), "f64")
+
+
+def _set_window(f: Any, p: Proc, data: st.DataObject) -> Any:
+    args: list[ArgCursor] = [a for a in p.args() if isinstance(a.type(), TensorType)]
+    return f(p, pick(data, args), data.draw(st.booleans()))
+
+
+def _inline(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, CallCursor)))
+
+
+def _extract_subproc(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, a_block(p, data), "sub")
+
+
+def _replace(f: Any, p: Proc, data: st.DataObject) -> Any:
+    instr = HELPERS[data.draw(st.sampled_from(["vadd4", "vload4a"]))]
+    return f(p, pick(data, of(p, ForCursor)).as_block(), instr)
+
+
+def _variants(name: str) -> list[Proc]:
+    """Procs to swap in for ``name``: itself, scheduled versions, and a different proc."""
+    base = HELPERS[name]
+    q = base.find_loop("q")
+    out = [base, cursched.split(base, q, 2, ("qo", "qi"), tail="cut")[0]]
+    out.append(cursched.shift_loop(base, q, "1")[0])
+    if name == "addone":
+        out.append(HELPERS["addtwo"])
+    return out
+
+
+def _call_eqv(f: Any, p: Proc, data: st.DataObject) -> Any:
+    call = pick(data, of(p, CallCursor))
+    if call.name() not in HELPERS:  # a proc extract_subproc made
+        raise NoTarget
+    return f(p, call, data.draw(st.sampled_from(_variants(call.name()))))
+
+
+# primitives landing later (buffers, expressions): their steps are ready
+def _bind_expr(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, [pick(data, data_exprs(p))], "bound")
+
+
+def _assign_stmt(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, AssignCursor)))
+
+
+def _write_stmt(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, AssignCursor, ReduceCursor)))
+
+
+def _inline_window(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, WindowStmtCursor)))
+
+
+def _binops(p: Proc, data: st.DataObject) -> ExprCursor:
+    return pick(data, [e for e in data_exprs(p) if e.node().__class__.__name__ == "BinOp"])  # type: ignore[no-any-return]
+
+
+def _commute(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, [_binops(p, data)])
+
+
+def _reassociate(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, _binops(p, data))
+
+
+def _rewrite_expr(f: Any, p: Proc, data: st.DataObject) -> Any:
+    e = pick(data, data_exprs(p))
+    new = data.draw(st.sampled_from(["{e} + 0.0", "{e} * 1.0", "{e} + 1.0", "0.0"]))
+    return f(p, e, new.format(e=print_expr(e.node())))
+
+
+def _block_of_two(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, _two(p, data))
+
+
+def _lift_reduce_constant(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, _two(p, data))
+
+
+def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
+    pairs = []
+    for s in of(p, ForCursor):
+        t = s.next()
+        while t:
+            if isinstance(t, ForCursor):
+                pairs.append((s, t))
+            t = t.next()
+    return f(p, *pick(data, pairs))
+
+
+STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
+    "split": _split,
+    "reorder_loops": _one_loop,
+    "fission": _fission,
+    "fuse": _fuse,
+    "unroll_loop": _one_loop,
+    "cut_loop": _cut,
+    "shift_loop": _shift,
+    "join_loops": _join,
+    "mult_loops": _mult,
+    "lift_scope": _scope_stmt,
+    "remove_loop": _one_loop,
+    "add_loop": _add_loop,
+    "specialize": _specialize,
+    "eliminate_dead_code": _scope_stmt,
+    "parallelize_loop": _one_loop,
+    "simplify": _whole,
+    "insert_pass": _insert_pass,
+    "delete_pass": _delete_pass,
+    "reorder_stmts": _reorder_stmts,
+    "rename": _rename,
+    "stage_mem": _stage_mem,
+    "lift_alloc": _lift_alloc,
+    "sink_alloc": _sink_alloc,
+    "expand_dim": _expand_dim,
+    "resize_dim": _resize_dim,
+    "rearrange_dim": _rearrange_dim,
+    "divide_dim": _divide_dim,
+    "mult_dim": _mult_dim,
+    "unroll_buffer": _unroll_buffer,
+    "delete_buffer": _delete_buffer,
+    "reuse_buffer": _reuse_buffer,
+    "set_memory": _set_memory,
+    "set_precision": _set_precision,
+    "set_window": _set_window,
+    "inline": _inline,
+    "extract_subproc": _extract_subproc,
+    "replace": _replace,
+    "call_eqv": _call_eqv,
+    "bind_expr": _bind_expr,
+    "inline_assign": _assign_stmt,
+    "inline_window": _inline_window,
+    "rewrite_expr": _rewrite_expr,
+    "commute_expr": _commute,
+    "left_reassociate_expr": _reassociate,
+    "merge_writes": _block_of_two,
+    "split_write": _write_stmt,
+    "fold_into_reduce": _assign_stmt,
+    "lift_reduce_constant": _lift_reduce_constant,
+    "scan_fuse": _scan_fuse,
+}
+
+# where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)
+_MODULES = ["binds", "exprs", "writes"]
+
+
+def available_steps() -> list[tuple[str, Any, Any]]:
+    """(name, primitive, step) for each primitive with a step that exists right now.
+
+    ``CURSCHED_FUZZ_ONLY=split,fuse`` restricts the list (to minimise a finding).
+    """
+    mod = importlib.import_module("cursched")
+    found: dict[str, Any] = {n: getattr(mod, n) for n in STEPS if hasattr(mod, n)}
+    if os.environ.get("CURSCHED_FUZZ_UNEXPORTED"):
+        for m in _MODULES:
+            try:
+                pm = importlib.import_module(f"cursched.primitives.{m}")
+            except ImportError:
+                continue
+            found.update({n: getattr(pm, n) for n in STEPS if hasattr(pm, n) and n not in found})
+    only = [n for n in os.environ.get("CURSCHED_FUZZ_ONLY", "").split(",") if n]
+    return [(n, f, STEPS[n]) for n, f in sorted(found.items()) if not only or n in only]
