@@ -12,15 +12,18 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.checks import SafetyError, check_expr_equal
 from cursched.analysis.context import context_of
 from cursched.cursors import Editor, ExprCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
-from cursched.ir.nodes import BinOp, Const, Expr, Node, ProcDef, Read, USub
+from cursched.ir.nodes import CMP_OPS, BinOp, Const, Expr, Node, ProcDef, Read, USub
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
+from cursched.ir.symbols import Sym
+from cursched.ir.traversal import free_syms_expr
 from cursched.ir.types import BOOL, INDEX, INT, ControlType, DataType
 from cursched.primitives.expr_common import (
     ASSOCIATIVE,
@@ -139,6 +142,24 @@ def _new_expr(ir: ProcDef, stmt: Path, old: Expr, new: Any) -> Expr | None:
     return None
 
 
+def _well_formed(e: Expr, visible: set[Sym]) -> bool:
+    """Whether a control expression is one the language allows here: quasi-affine integer
+    arithmetic, comparisons of those, ``and``/``or`` of bools, over visible names only."""
+    if not free_syms_expr(e) <= visible:
+        return False
+    match e:
+        case BinOp(op="and" | "or"):
+            return (
+                e.lhs.type == BOOL
+                and e.rhs.type == BOOL
+                and all(_well_formed(x, visible) for x in (e.lhs, e.rhs))
+            )
+        case BinOp(op=op) if op in CMP_OPS:
+            return af.to_aff(e.lhs) is not None and af.to_aff(e.rhs) is not None
+        case _:
+            return e.type == BOOL or af.to_aff(e) is not None
+
+
 @primitive
 def rewrite_expr(proc: Proc, expr: ExprCursor, new: Any) -> Rewrite[ExprCursors]:
     """Replace an expression by another that is provably equal where it stands.
@@ -182,7 +203,8 @@ def rewrite_expr(proc: Proc, expr: ExprCursor, new: Any) -> Rewrite[ExprCursors]
     e = _new_expr(ir, stmt, old, new)
     ok = e is not None and is_data(e) == is_data(old)
     if ok and e is not None and not is_data(e):
-        ok = (e.type == BOOL) == (old.type == BOOL)
+        visible = {r.sym for r in _controls(ir, stmt).values()}
+        ok = (e.type == BOOL) == (old.type == BOOL) and _well_formed(e, visible)
     if not ok or e is None:
         msg = f"{new!r} is not a {'data' if is_data(old) else 'control'} expression valid here"
         raise fail(BadNewExpressionError, prim, msg, expr)

@@ -100,6 +100,12 @@ def test_rewrite_expr_bad_new() -> None:
         rewrite_expr(blocked, "n / 4 * 4", "i < n")  # a condition for an integer
     with pytest.raises(BadNewExpressionError):
         rewrite_expr(blocked, "x[_] * 2.0", "2.0 * x[i]")  # data comes as IR
+    with pytest.raises(BadNewExpressionError):
+        rewrite_expr(blocked, "n / 4 * 4", "n * n")  # not quasi-affine
+    with pytest.raises(BadNewExpressionError):
+        rewrite_expr(blocked, "i < _", "(i < n) + 1 < 2")  # arithmetic on a bool
+    with pytest.raises(BadNewExpressionError):
+        rewrite_expr(blocked, "n / 4 * 4", ints.find("n"))  # another proc's n
 
 
 def test_rewrite_expr_not_in_body() -> None:
