@@ -2,7 +2,8 @@
 ``windows_inline``).
 
 ``bind_expr`` names a data expression in a new scalar; ``inline_assign`` is its inverse for a
-scalar assigned once.
+scalar (or a tensor element) assigned once and read only at that element.
+
 Moving a data expression between statements is exact only between statements of one
 precision (docs/semantics.md: an expression is computed in its destination's precision), and
 only while nothing it reads is written in between; both are preconditions, the second proven
@@ -34,16 +35,19 @@ from cursched.ir.nodes import (
     ProcDef,
     Read,
     Reduce,
+    StrideExpr,
+    WindowExpr,
 )
 from cursched.ir.paths import Path, get_at
 from cursched.ir.symbols import Sym
-from cursched.ir.types import DataType
+from cursched.ir.types import DataType, TensorType
 from cursched.primitives.expr_common import (
     check_disjoint,
     decl_type,
     dest_type,
     fresh,
     in_body,
+    index_equal,
     is_data,
     same_expr,
     stmt_path_of,
@@ -85,8 +89,8 @@ class NotAnAssignError(SchedulingError):
     """inline_assign, precondition 1: the statement is not an assignment ``x = e``."""
 
 
-class NotALocalScalarError(SchedulingError):
-    """inline_assign, precondition 2: the assignment does not write a scalar allocated in the
+class NotALocalBufferError(SchedulingError):
+    """inline_assign, precondition 2: the assignment does not write a buffer allocated in the
     proc (a parameter's final value is seen by the caller)."""
 
 
@@ -272,27 +276,29 @@ class InlineCursors(PrimCursors):
 
 @primitive
 def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
-    """Replace the reads of a scalar by the expression last assigned to it, and delete the
+    """Replace the reads of a value by the expression assigned to it, and delete the
     assignment.
 
     Args:
         proc: the proc to rewrite.
-        assign: the assignment ``x = e`` (a cursor or a pattern such as ``"x = _"``).
+        assign: the assignment ``x = e`` or ``x[idx] = e`` (a cursor or a pattern such as
+            ``"x = _"``).
 
     Returns:
         The new proc and ``InlineCursors``:
         ``reads``: the copies of ``e`` standing where ``x`` was read.
 
     Preconditions:
-        1. ``assign`` is an assignment ``x = e`` (``NotAnAssignError``).
-        2. ``x`` is a scalar allocated in the proc, not a parameter (``NotALocalScalarError``).
+        1. ``assign`` is an assignment (``NotAnAssignError``).
+        2. ``x`` is a buffer allocated in the proc, not a parameter (``NotALocalBufferError``).
         3. no other statement writes ``x`` (``WrittenElsewhereError``).
-        4. every read of ``x`` is in a statement after the assignment in its block, as a data
-           operand (not a call argument) (``ReadElsewhereError``).
+        4. every use of ``x`` is a read of the assigned element (indices proven equal) in a
+           statement after the assignment in its block, as a data operand (not a call
+           argument, a window or a stride) (``ReadElsewhereError``).
         5. the statements reading ``x`` compute in ``x``'s precision
            (``PrecisionMismatchError``).
-        6. no buffer ``e`` reads is written between the assignment and the last read
-           (``ReadsChangedError``).
+        6. no element ``e`` reads is written between the assignment and the last read
+           (``ReadsChangedError``, with a counterexample).
 
     Forwards/Kills:
         Kills the assignment (hint: "inlined by inline_assign; use .reads") and the reads of
@@ -311,11 +317,12 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
     if not isinstance(node, Assign):
         raise fail(NotAnAssignError, prim, f"{assign.describe()} is not an assignment", assign)
     x = node.sym
-    t = decl_type(ir, x)
-    is_local = not any(a.sym is x for a in ir.args)
-    if node.idx or not isinstance(t, DataType) or not is_local:
-        msg = f"{x.name} is not a scalar allocated in the proc"
-        raise fail(NotALocalScalarError, prim, msg, assign)
+    decl = decl_type(ir, x)
+    t = decl.elem if isinstance(decl, TensorType) and not decl.window else decl
+    local = not any(a.sym is x for a in ir.args) and isinstance(t, DataType)
+    if not local:
+        msg = f"{x.name} is not a buffer allocated in the proc"
+        raise fail(NotALocalBufferError, prim, msg, assign)
     here = assign.path()
     *parent, (attr, k) = here
     block = BlockLoc(tuple(parent), attr, k, k + 1)
@@ -325,11 +332,21 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
         if isinstance(n, Assign | Reduce) and n.sym is x and path != here:
             msg = f"{x.name} is also written by another statement"
             raise fail(WrittenElsewhereError, prim, msg, assign)
+        if isinstance(n, WindowExpr | StrideExpr) and n.sym is x:
+            msg = f"{x.name} is used by a window or a stride"
+            raise fail(ReadElsewhereError, prim, msg, assign)
         if isinstance(n, Read) and n.sym is x:
             at = _sibling_index(block, path)
-            holder = get_at(ir, stmt_path_of(ir, path))
+            sp = stmt_path_of(ir, path)
+            holder = get_at(ir, sp)
             if at is None or at <= k or not isinstance(holder, Assign | Reduce):
                 msg = f"{x.name} is read elsewhere than after the assignment (a use at {path})"
+                raise fail(ReadElsewhereError, prim, msg, assign)
+            ctx = context_of(ir, sp)
+            if len(n.idx) != len(node.idx) or not all(
+                index_equal(a, b, ctx) for a, b in zip(n.idx, node.idx, strict=True)
+            ):
+                msg = f"a read of {x.name} may be of another element than the assigned one"
                 raise fail(ReadElsewhereError, prim, msg, assign)
             if dest_type(ir, holder) != t:
                 msg = f"a statement reading {x.name} computes in another precision than {t}"
@@ -356,7 +373,7 @@ __all__ = [
     "ExprsDifferError",
     "ExprsNotAfterFirstError",
     "InlineCursors",
-    "NotALocalScalarError",
+    "NotALocalBufferError",
     "NotAnAssignError",
     "NotBindableError",
     "PrecisionMismatchError",

@@ -11,7 +11,7 @@ from cursched.primitives.binds import (
     BadBindNameError,
     ExprsDifferError,
     ExprsNotAfterFirstError,
-    NotALocalScalarError,
+    NotALocalBufferError,
     NotAnAssignError,
     NotBindableError,
     PrecisionMismatchError,
@@ -226,9 +226,44 @@ def test_inline_assign_not_an_assign() -> None:
         inline_assign(temp, "y[_] += t * t")
 
 
-def test_inline_assign_not_local_scalar() -> None:
-    with pytest.raises(NotALocalScalarError):
-        inline_assign(temp, "y[_] = _")
+def test_inline_assign_not_local_buffer() -> None:
+    with pytest.raises(NotALocalBufferError):
+        inline_assign(temp, "y[_] = _")  # a parameter: the caller reads it
+
+
+def test_inline_assign_tensor_element() -> None:
+    @proc
+    def elem(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+        t: f32[4]
+        for i in seq(0, n):
+            t[1] = x[i] * 2.0
+            y[i] = t[1] + t[2 - 1]
+
+    p, c = inline_assign(elem, "t[_] = _")
+    assert "y[i] = x[i] * 2.0 + x[i] * 2.0" in str(p) and len(c.reads) == 2
+    assert_equivalent(elem, p, trials=3, rtol=0, atol=0)
+
+    @proc
+    def other(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+        t: f32[4]
+        for i in seq(0, n):
+            t[1] = x[i] * 2.0
+            t[2] = 1.0
+            y[i] = t[1] + t[2]
+
+    with pytest.raises(WrittenElsewhereError):
+        inline_assign(other, "t[1] = _")
+
+    @proc
+    def stale(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+        t: f32[n]
+        for i in seq(0, n):
+            t[i] = x[i] * 2.0
+            if i > 0:
+                y[i] = t[i - 1]
+
+    with pytest.raises(ReadElsewhereError, match="another element"):
+        inline_assign(stale, "t[_] = _")
 
 
 def test_inline_assign_written_elsewhere() -> None:
@@ -262,6 +297,7 @@ def test_inline_assign_precision() -> None:
 
 
 def test_inline_assign_reads_changed() -> None:
+    # Exo 1.0 inlines this one into `y[i] = x[i]`, read after `x[i] = 0.0`.
     @proc
     def clobber(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
         for i in seq(0, n):
