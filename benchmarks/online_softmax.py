@@ -1,0 +1,142 @@
+"""Online softmax derived by ``scan_fuse`` (sched/online_softmax.py), compiled to C, against
+numpy's two-pass softmax and ``torch.softmax`` on the CPU, all single-threaded, in one run.
+
+Prints, per size, the time of each and the ratios (peer time / cursched time: above 1 means
+cursched is faster). Aims (issue 8): at least 1.5x numpy, at par with torch. Also timed: the
+naive two-pass proc compiled as it is, to show what the schedule itself buys.
+
+Run: python benchmarks/online_softmax.py            (sizes up to 4096 x 4096)
+     python benchmarks/online_softmax.py --quick    (small sizes, a few seconds)
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # single-threaded peers, set before numpy/torch load
+
+import argparse
+import importlib.util
+import sys
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from cursched import DRAM, proc
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(name: str) -> ModuleType:
+    """A schedule script of ``sched/`` as a module (``sched`` is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "sched" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def best(fn: Callable[[], Any], budget: float = 0.5) -> float:
+    """The best time of one call over repeats that fit in about ``budget`` seconds."""
+    once = timeit.timeit(fn, number=1)
+    reps = max(1, min(20, int(budget / max(once, 1e-6))))
+    return min(timeit.repeat(fn, number=1, repeat=reps))
+
+
+@proc
+def softmax(R: size, C: size, x: f32[R, C] @ DRAM, y: f32[R, C] @ DRAM):
+    # sched/online_softmax.py's softmax with an assert that allows larger tiles
+    assert C % 256 == 0
+    for r in seq(0, R):
+        m: f32
+        m = -inf
+        for j in seq(0, C):
+            m = fmax(m, x[r, j])
+        s: f32
+        s = 0.0
+        for j in seq(0, C):
+            s += exp(x[r, j] - m)
+        for j in seq(0, C):
+            y[r, j] = exp(x[r, j] - m) / s
+
+
+FAST = ("-ffast-math",)
+"""Flags that let gcc vectorise ``expf`` (glibc's libmvec) and the ``fmaxf`` reduction. They
+also let the compiler assume no infinities; the run checks rows with ``-inf`` anyway."""
+
+
+def torch_module() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    return torch
+
+
+def numpy_softmax(x: np.ndarray, y: np.ndarray) -> None:
+    m = x.max(axis=1, keepdims=True)
+    e = np.exp(x - m)
+    np.divide(e, e.sum(axis=1, keepdims=True), out=y)
+
+
+def measure(r: int, c: int, kernels: dict[str, Any], torch: Any) -> str | None:
+    """One line of the table for ``r x c`` (None when a kernel's result is wrong)."""
+    x = np.random.default_rng(0).standard_normal((r, c)).astype(np.float32)
+    x[0, :3] = -np.inf  # a row starting with -inf
+    x[1, :] = 0.5  # a row of equal values
+    y, y_np = np.empty_like(x), np.empty_like(x)
+    numpy_softmax(x, y_np)
+    times = {}
+    for name, f in kernels.items():
+        f(r, c, x, y)
+        if not np.allclose(y, y_np, rtol=1e-5, atol=1e-6):
+            print(f"MISMATCH between {name} and numpy", file=sys.stderr)
+            return None
+        times[name] = best(lambda f=f: f(r, c, x, y))
+    times["numpy"] = best(lambda: numpy_softmax(x, y_np))
+    times["torch"] = float("nan")
+    if torch is not None:
+        xt = torch.from_numpy(x)
+        times["torch"] = best(lambda: torch.softmax(xt, dim=1))
+    cs, fast = times["cursched"], times["cs fast"]
+    ratios = [times["numpy"] / cs, times["torch"] / cs]
+    ratios += [times["numpy"] / fast, times["torch"] / fast]
+    cells = [f"{t * 1e3:9.2f}ms" for t in times.values()] + [f"{q:10.2f}x" for q in ratios]
+    return f"{f'{r} x {c}':>11} " + " ".join(cells)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes only")
+    args = ap.parse_args()
+    sizes = [(64, 256), (256, 1024)] if args.quick else [(256, 1024), (1024, 4096), (4096, 4096)]
+
+    sm = load_script("online_softmax")
+    derived = sm.schedule(softmax, reduce_tile=64, norm_tile=256)
+    kernels = {
+        "cursched": derived.compile(),
+        "cs fast": derived.compile(extra_cflags=FAST),
+        "naive C": softmax.compile(),
+    }
+    torch = torch_module()
+    print("torch:", torch.__version__ if torch is not None else "not installed")
+    print("cursched: the derived kernel, default flags; cs fast: the same with", " ".join(FAST))
+    print("naive C: the two-pass proc compiled as written; ratios are peer time / cursched time")
+    head = ["rows x cols", *kernels, "numpy", "torch", "numpy/cs", "torch/cs", "np/fast", "tc/fast"]
+    print(" ".join(f"{h:>11}" for h in head))
+    for r, c in sizes:
+        row = measure(r, c, kernels, torch)
+        if row is None:
+            return 1
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
