@@ -108,9 +108,20 @@ def test_rewrite_expr_bad_new() -> None:
         rewrite_expr(blocked, "n / 4 * 4", ints.find("n"))  # another proc's n
 
 
-def test_rewrite_expr_not_in_body() -> None:
+def test_not_in_body() -> None:
     with pytest.raises(NotInBodyError):
         rewrite_expr(blocked, blocked.find("n % 4 == 0"), "n % 2 == 0")
+
+    @proc
+    def asserted(n: size, x: f32[n] @ DRAM):
+        assert n + 1 > 2 * n - 8
+        for i in seq(0, n):
+            x[i] = 1.0
+
+    with pytest.raises(NotInBodyError):
+        commute_expr(asserted, ["n + 1"])
+    with pytest.raises(NotInBodyError):
+        left_reassociate_expr(asserted, "2 * n")
 
 
 # ------------------------------------------------------------------------------ commute_expr
