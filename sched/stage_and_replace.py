@@ -7,7 +7,7 @@ Run it with ``python sched/stage_and_replace.py``. The one pattern string is the
 1. tile ``i`` and ``j`` by 4 and order the loops ``io, jo, k, ii, ji``;
 2. ``stage_mem`` the 4 x 4 tile of ``C`` around the ``k`` loop (``Ct``), and the 4 elements
    of row ``k`` of ``B`` around the ``ii`` loop (``Bk``);
-3. ``lift_alloc`` ``Bk`` out of the ``k`` loop and ``expand_dim`` it by ``k``;
+3. ``expand_dim`` ``Bk`` by ``k`` and ``lift_alloc`` it out of the ``k`` loop;
 4. ``replace`` the row loads of ``Ct`` and ``Bk``, the row stores of ``Ct`` and the
    multiply-add rows by the plain-C instructions ``load4``, ``store4`` and ``fma4``, whose
    asserts (unit strides) ``replace`` proves at each call.
@@ -84,9 +84,10 @@ def schedule(p: Proc) -> Proc:
     p, ct = stage_mem(p, kk.outer, "C[4 * io:4 * io + 4, 4 * jo:4 * jo + 4]", "Ct")
     # row k of the B tile lives in Bk while ii and ji run
     p, bk = stage_mem(p, kk.outer.body()[0], "B[k, 4 * jo:4 * jo + 4]", "Bk")
-    # one Bk for the whole k loop, one row per k
-    p, lifted = lift_alloc(p, bk.alloc)
-    p, _ = expand_dim(p, lifted.alloc, "K", "k")
+    # one row of Bk per k (the index is resolved at the allocation, inside the k loop), then
+    # one Bk for the whole k loop
+    p, expanded = expand_dim(p, bk.alloc, "K", "k")
+    p, _ = lift_alloc(p, expanded.alloc)
     # instructions: C tile rows in and out, B row in, and the multiply-add rows
     p, _ = replace(p, ct.load.body()[0], load4)
     p, _ = replace(p, ct.store.body()[0], store4)
