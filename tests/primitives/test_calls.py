@@ -209,6 +209,12 @@ def test_call_eqv_derived_proc(golden) -> None:  # type: ignore[no-untyped-def]
     assert p.forward(call) == c.call and c.call.name() == "scal4"
     assert equivalence_story(scal.ir(), fast)[0]
     assert_equivalent(caller, p, trials=3)
+    rng = np.random.default_rng(6)
+    a, sv = rng.standard_normal((3, 8)).astype(np.float32), np.ones(3, np.float32)
+    a1, a2 = a.copy(), a.copy()
+    p.compile()(3, a1, sv)
+    caller.interpret(3, a2, sv)
+    np.testing.assert_allclose(a1, a2, rtol=1e-6)
 
 
 def test_call_eqv_alpha_equal() -> None:
