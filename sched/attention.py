@@ -6,7 +6,8 @@ row. The schedule:
 
 1. ``fuse`` the sum and the weighted-value loops (two accumulators, ``l`` and ``O``);
 2. ``split`` the max loop and the fused loop into key tiles and ``scan_fuse`` them: one running
-   max, one correction per key tile (flash attention 2's granularity);
+   max, one correction per key tile (flash attention 2's granularity); ``bind_expr`` the
+   weight ``exp(S - m)`` that both accumulations use, so it is computed once;
 3. ``split`` the score loop and ``fuse`` it in, then shrink the score row to one tile
    (``sink_alloc``, ``resize_dim``);
 4. query tiles: ``split`` the row loop, give ``m`` and ``l`` one element per row of the tile
@@ -28,6 +29,7 @@ import numpy as np
 from cursched import (
     DRAM,
     Proc,
+    bind_expr,
     expand_dim,
     fission,
     fuse,
@@ -116,6 +118,8 @@ def schedule_row(p: Proc) -> Proc:
     scores, maxes, sums, values = p.find_loop("i", many=True)
     p, acc = fuse(p, sums, values)
     p, online = scan_fuse(p, maxes, acc.fused)
+    l_up, o_up = online.second_updates
+    p, _ = bind_expr(p, (l_up.rhs(), o_up.rhs().lhs()), "w")  # each weight computed once
     p, _ = fuse(p, scores, online.fused)
     return p
 
@@ -132,6 +136,8 @@ def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
     p, mt = split(p, maxes, key_tile, ("io", "ii"), tail="perfect")
     p, at = split(p, acc.fused, key_tile, ("io", "ii"), tail="perfect")
     p, online = scan_fuse(p, mt.outer, at.outer)
+    l_up, o_up = online.second_updates
+    p, _ = bind_expr(p, (l_up.rhs(), o_up.rhs().lhs()), "w")  # each weight computed once
     # 3. the scores of a tile computed in the same pass, kept for one tile only
     p, st = split(p, scores, key_tile, ("io", "ii"), tail="perfect")
     p, keys = fuse(p, st.outer, online.fused)

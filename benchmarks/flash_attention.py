@@ -1,0 +1,138 @@
+"""Flash attention 2 forward derived from naive attention (sched/attention.py), compiled to C,
+against numpy (score matrix materialised) and torch's ``scaled_dot_product_attention`` on the
+CPU, all single-threaded, in one run.
+
+Prints, per size, the time of each and the ratios (peer time / cursched time: above 1 means
+cursched is faster). Aim (issue 8): flash attention faster than both. The derived kernel runs
+with the default flags and with ``-ffast-math`` (vectorised ``expf`` and reductions).
+
+Run: python benchmarks/flash_attention.py            (sequence length up to 4096, head dim 64)
+     python benchmarks/flash_attention.py --quick    (small sizes, a few seconds)
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # single-threaded peers, set before numpy/torch load
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from online_softmax import best, load_script, torch_module
+
+from cursched import DRAM, proc
+
+FAST = ("-ffast-math",)
+
+
+@proc
+def attention(
+    Nq: size,
+    Nk: size,
+    D: size,
+    Q: f32[Nq, D] @ DRAM,
+    K: f32[Nk, D] @ DRAM,
+    V: f32[Nk, D] @ DRAM,
+    O: f32[Nq, D] @ DRAM,
+    L: f32[Nq] @ DRAM,
+):
+    # sched/attention.py's naive attention with asserts that allow larger tiles
+    assert Nq % 64 == 0
+    assert Nk % 64 == 0
+    for r in seq(0, Nq):
+        m: f32
+        m = -inf
+        l: f32
+        l = 0.0
+        for d in seq(0, D):
+            O[r, d] = 0.0
+        S: f32[Nk] @ DRAM
+        for i in seq(0, Nk):
+            S[i] = 0.0
+            for k in seq(0, D):
+                S[i] += Q[r, k] * K[i, k]
+        for i in seq(0, Nk):
+            m = fmax(m, S[i])
+        for i in seq(0, Nk):
+            l += exp(S[i] - m)
+        for i in seq(0, Nk):
+            for d in seq(0, D):
+                O[r, d] += exp(S[i] - m) * V[i, d]
+        for d in seq(0, D):
+            O[r, d] = O[r, d] / l
+        L[r] = m + log(l)
+
+
+def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ k.T
+    s -= s.max(axis=1, keepdims=True)
+    np.exp(s, out=s)
+    s /= s.sum(axis=1, keepdims=True)
+    out: np.ndarray = s @ v
+    return out
+
+
+def measure(n: int, d: int, kernels: dict[str, Any], torch: Any, ref_tol: float) -> str | None:
+    """One line of the table (None when a kernel's result is wrong)."""
+    att = load_script("attention")
+    x = att.inputs(n, n, d)
+    q, k, v = x["Q"], x["K"], x["V"]
+    o, lse = np.zeros((n, d), np.float32), np.zeros(n, np.float32)
+    want = numpy_attention(q, k, v)
+    times: dict[str, float] = {}
+    for name, f in kernels.items():
+        f(n, n, d, q, k, v, o, lse)
+        if not np.allclose(o, want, atol=ref_tol, rtol=1e-4):
+            print(f"MISMATCH between {name} and numpy", file=sys.stderr)
+            return None
+        times[name] = best(lambda f=f: f(n, n, d, q, k, v, o, lse), budget=1.0)
+    times["numpy"] = best(lambda: numpy_attention(q, k, v), budget=1.0)
+    times["torch"] = float("nan")
+    if torch is not None:
+        qt, kt, vt = (torch.from_numpy(a)[None, None] for a in (q, k, v))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        times["torch"] = best(lambda: sdpa(qt, kt, vt, scale=1.0), budget=1.0)
+    cs, fast = times["cursched"], times["cs fast"]
+    ratios = [times["numpy"] / cs, times["torch"] / cs]
+    ratios += [times["numpy"] / fast, times["torch"] / fast]
+    cells = [f"{t * 1e3:9.1f}ms" for t in times.values()] + [f"{r:10.2f}x" for r in ratios]
+    return f"{f'{n} x {d}':>11} " + " ".join(cells)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes only")
+    ap.add_argument("--key-tile", type=int, default=64)
+    ap.add_argument("--query-tile", type=int, default=4)
+    args = ap.parse_args()
+    sizes = [(256, 64), (512, 64)] if args.quick else [(1024, 64), (2048, 64), (4096, 64)]
+
+    att = load_script("attention")
+    derived = att.schedule_flash(attention, args.key_tile, args.query_tile)
+    kernels = {"cursched": derived.compile(), "cs fast": derived.compile(extra_cflags=FAST)}
+    torch = torch_module()
+    print("torch:", torch.__version__ if torch is not None else "not installed")
+    print(
+        f"cursched: flash attention 2 derived by sched/attention.py (key tile {args.key_tile},"
+        f" query tile {args.query_tile}); cs fast: the same with {' '.join(FAST)}"
+    )
+    head = ["seq x head", *kernels, "numpy", "torch", "numpy/cs", "torch/cs", "np/fast", "tc/fast"]
+    print(" ".join(f"{h:>11}" for h in head))
+    for n, d in sizes:
+        row = measure(n, d, kernels, torch, ref_tol=1e-5)
+        if row is None:
+            return 1
+        print(row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
