@@ -16,6 +16,8 @@ from cursched.cursors import BlockCursor, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import Call
+from cursched.ir.printer import print_expr
+from cursched.ir.types import ControlType
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.primitives.unify import (
     Unifier,
@@ -146,10 +148,16 @@ def replace(
     except SafetyError as e:
         shown = e.message.removeprefix(f"{NAME}: ")
         shown = shown.replace("out of bounds: assert", "cannot prove assert", 1)
+        bound = [
+            f"{a.sym.name} = {print_expr(v)}"
+            for a, v in zip(callee.args, args, strict=True)
+            if isinstance(a.type, ControlType)
+        ]
+        given = f"\n  with {', '.join(bound)}" if bound else ""
         raise fail(
             ReplaceAssertError,
             NAME,
-            f"the call of {callee.name} would not be valid here: {shown}",
+            f"the call of {callee.name} would not be valid here: {shown}{given}",
             block,
         ) from e
     return ed.done(ReplaceCursors, call=NodeLoc(path))

@@ -221,6 +221,7 @@ def test_exo_issue_758_instruction_assert_is_proven() -> None:
     with pytest.raises(ReplaceAssertError, match="N == 8") as info:
         replace(p, fi.first, dummy_load)
     assert "dummy_load(2, x[2 * io:2 * io + 2], a)" in str(info.value.__cause__)
+    assert "with N = 2" in str(info.value)
     with pytest.raises(ReplaceAssertError, match="N == 8"):
         replace(p, fi.second, dummy_load)
     # The same instruction fits a loop of 8.
