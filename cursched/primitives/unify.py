@@ -56,7 +56,7 @@ from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, map_expr_children, subst_expr
-from cursched.ir.types import ControlType, DataType, TensorType
+from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 
 
 class UnifyError(SchedulingError):
@@ -95,7 +95,8 @@ class Unifier:
         ctrl: control parameter -> caller expression.
         windows: tensor parameter -> window of a caller buffer.
         scalars: data scalar parameter -> caller read.
-        iters: callee loop variable -> caller loop variable.
+        iters: callee loop variable -> the caller's expression of it (its loop variable,
+            shifted when the two loops start at different values).
         inner: caller symbols bound inside the block (loop variables).
     """
 
@@ -104,7 +105,7 @@ class Unifier:
     ctrl: dict[Sym, Expr] = field(default_factory=dict)
     windows: dict[Sym, Window] = field(default_factory=dict)
     scalars: dict[Sym, Read] = field(default_factory=dict)
-    iters: dict[Sym, Sym] = field(default_factory=dict)
+    iters: dict[Sym, Expr] = field(default_factory=dict)
     inner: set[Sym] = field(default_factory=set)
     _ctx: dict[Path, PathContext] = field(default_factory=dict)
 
@@ -156,9 +157,7 @@ class Unifier:
         match p:
             case For():
                 assert isinstance(c, For)
-                self.ctrl_expr(p.lo, c.lo, path, "the loop's lower bound" + where)
-                self.ctrl_expr(p.hi, c.hi, path, "the loop's upper bound" + where)
-                self.iters[p.iter] = c.iter
+                self.loop(p, c, path, where)
                 self.inner.add(c.iter)
                 body = [(*path, ("body", k)) for k in range(len(c.body))]
                 self.block(p.body, c.body, body)
@@ -181,6 +180,23 @@ class Unifier:
                 )
             case _:
                 raise UnifyError(f"cannot unify `{_line(p)}`")
+
+    def loop(self, p: For, c: For, path: Path, where: str) -> None:
+        """Match two loops: same trip count; the callee's variable runs alongside the caller's
+        (``i = j - lo_c + lo_p``), so ``for j in seq(2, 6)`` matches ``for i in seq(0, 4)``."""
+        lo = self._known(p.lo)
+        if not self._unbound(lo) and self.equal(lo, c.lo, path):
+            self.ctrl_expr(p.hi, c.hi, path, "the loop's upper bound" + where)
+            self.iters[p.iter] = Read(c.iter, (), INDEX)
+            return
+        trip = BinOp("-", p.hi, p.lo, INDEX)
+        lo_a, hi_a = af.to_aff(c.lo), af.to_aff(c.hi)
+        if self._unbound(lo) or lo_a is None or hi_a is None:
+            raise UnifyError(f"the loop's lower bound {print_expr(p.lo)} cannot be matched{where}")
+        have = af.simplify_expr(af.from_aff(hi_a - lo_a), self.ctx(path))
+        self.ctrl_expr(trip, have, path, "the loop's trip count" + where)
+        shift = af.Aff.var(c.iter) - lo_a + _aff(self._known(p.lo))
+        self.iters[p.iter] = af.simplify_expr(af.from_aff(shift))
 
     # -- control expressions -----------------------------------------------------------------
     def ctx(self, path: Path) -> PathContext:

@@ -308,3 +308,27 @@ def test_instruction_call_compiles() -> None:
     p2.compile()(2, a, b1, s)
     p2.interpret(2, a, b2, s)
     np.testing.assert_allclose(b1, b2, rtol=1e-6)
+
+
+def test_shifted_loops_match() -> None:
+    """A caller loop starting elsewhere matches by its trip count; the offset goes into the
+    windows."""
+
+    @instr("c({dst_data}, {src_data}, {n});")
+    def copyn(n: size, dst: [f32][n] @ DRAM, src: [f32][n] @ DRAM):
+        for i in seq(0, n):
+            dst[i] = src[i]
+
+    @proc
+    def shifted(n: size, A: f32[n] @ DRAM, B: f32[n] @ DRAM):
+        assert n > 8
+        for i in seq(2, 6):
+            B[i] = A[i + 1]
+        for i in seq(3, n):
+            B[i] = A[i - 3]
+
+    p, _ = replace(shifted, "for i in _: _", copy4)
+    p, _ = replace(p, "for i in _: _", copyn)
+    assert "copy4(B[2:6], A[3:7])" in str(p)
+    assert "copyn(n - 3, B[3:n], A[0:n - 3])" in str(p)
+    assert_equivalent(shifted, p, trials=3)

@@ -41,7 +41,7 @@ def _instr(kind: str, width: str, asserts: tuple[str, ...]) -> Proc:
     return Proc(check_bounds(parse_source("\n".join(lines), ENV)))
 
 
-def _caller(kind: str, trips: int, dst: str, src: str) -> Proc | None:
+def _caller(kind: str, trips: int, dst: str, src: str, lo: int = 0) -> Proc | None:
     body = {
         "copy": f"B[{dst}] = A[{src}]",
         "acc": f"B[{dst}] += A[{src}]",
@@ -51,7 +51,7 @@ def _caller(kind: str, trips: int, dst: str, src: str) -> Proc | None:
         [
             "def caller(A: f32[12, 12] @ DRAM, B: f32[12, 12] @ DRAM):",
             "    for o in seq(0, 2):",
-            f"        for i in seq(0, {trips}):",
+            f"        for i in seq({lo}, {lo + trips}):",
             f"            {body}",
         ]
     )
@@ -73,6 +73,7 @@ INDEX = st.sampled_from(
     kind=st.sampled_from(["copy", "acc", "scale"]),
     caller_kind=st.sampled_from(["copy", "acc", "scale"]),
     trips=st.sampled_from([2, 4]),
+    lo=st.sampled_from([0, 0, 1]),
     width=st.sampled_from(["4", "N"]),
     asserts=st.sets(
         st.sampled_from(["stride(src, 0) == 1", "stride(dst, 0) == 1", "N == 4"]), max_size=2
@@ -81,12 +82,19 @@ INDEX = st.sampled_from(
     src=INDEX,
 )
 def test_replace_is_sound(
-    kind: str, caller_kind: str, trips: int, width: str, asserts: set[str], dst: str, src: str
+    kind: str,
+    caller_kind: str,
+    trips: int,
+    lo: int,
+    width: str,
+    asserts: set[str],
+    dst: str,
+    src: str,
 ) -> None:
     if width != "N":
         asserts = {a for a in asserts if "N" not in a}
     op = _instr(kind, width, tuple(sorted(asserts)))
-    p = _caller(caller_kind, trips, dst, src)
+    p = _caller(caller_kind, trips, dst, src, lo)
     if p is None:
         return
     try:
