@@ -147,21 +147,18 @@ class ScanAnalysis:
 
 
 def _nested(
-    body: tuple[Stmt, ...], prefix: Path = (), loops: tuple[For, ...] = ()
+    body: tuple[Stmt, ...], prefix: Path = (), loops: tuple[For, ...] = (), attr: str = "body"
 ) -> Iterator[tuple[Path, Stmt, tuple[For, ...]]]:
     """Every statement below ``body`` with its relative path and its enclosing loops."""
     for k, s in enumerate(body):
-        path = (*prefix, ("body", k))
+        path = (*prefix, (attr, k))
         yield path, s, loops
         match s:
             case For():
                 yield from _nested(s.body, path, (*loops, s))
             case If():
                 yield from _nested(s.body, path, loops)
-                for j, x in enumerate(s.orelse):
-                    yield (*path, ("orelse", j)), x, loops
-                    if isinstance(x, For | If | Scope):
-                        yield from _nested((x,), path, loops)  # pragma: no cover - rare
+                yield from _nested(s.orelse, path, loops, "orelse")
             case Scope():
                 yield from _nested(s.body, path, loops)
             case _:

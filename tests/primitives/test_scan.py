@@ -365,3 +365,80 @@ def test_accumulator_alias_and_index() -> None:
         scan_fuse(bad_alias, bad_alias.find_loop("i #0"), bad_alias.find_loop("i #1"))
     with pytest.raises(AccumulatorIndexError, match="indexed by `i`"):
         scan_fuse(bad_index, bad_index.find_loop("i #0"), bad_index.find_loop("i #2"))
+
+
+# ------------------------------------------------------------------- more positive cases
+
+
+def test_history_replays_and_between_statements_move() -> None:
+    from cursched.ir.alpha import alpha_equal
+
+    init = softmax.find("s = 0.0")
+    p, c = scan_fuse(softmax, *_loops(softmax))
+    moved = p.forward(init)
+    assert moved and moved.node() is init.node()
+    assert moved.path()[-1][1] < c.fused.path()[-1][1]  # now before the fused loop
+    env: dict[str, object] = {"softmax": softmax}
+    exec(p.history(), env)
+    assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
+
+
+def test_split_with_guarded_tail() -> None:
+    # tiles of 4 with a guarded tail: the accumulations sit inside ifs
+    first, second = _loops(lse)
+    p, a = split(lse, first, 4, tail="guard")
+    p, b = split(p, second, 4, tail="guard")
+    p, c = scan_fuse(p, a.outer, b.outer)
+    assert str(p).count("if ") == 2 and len(c.rescales) == 1
+    assert_equivalent(lse, p, trials=4)
+
+
+def test_all_minus_inf_row_is_an_empty_sum() -> None:
+    # where the reals say nothing: the unfused loops compute exp(-inf - -inf) = NaN, the
+    # fused loop sums nothing (as the docstring says)
+    p, _ = scan_fuse(lse, *_loops(lse))
+    x = np.full(3, -np.inf, np.float32)
+    before, after = np.zeros(1, np.float32), np.zeros(1, np.float32)
+    lse.interpret(3, x, before)
+    p.interpret(3, x, after)
+    assert np.isnan(before[0]) and after[0] == -np.inf
+
+
+@proc
+def par_first(n: size, x: f32[n] @ DRAM, r: f32[1] @ DRAM):
+    m: f32
+    m = -inf
+    for i in par(0, n):
+        m = fmax(m, x[i])
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += exp(x[i] - m)
+    r[0] = s
+
+
+def test_first_loop_must_be_sequential() -> None:
+    with pytest.raises(ScanFirstLoopError, match="`par` loop"):
+        scan_fuse(par_first, *_loops(par_first))
+
+
+@proc
+def two_rates(n: size, x: f32[n] @ DRAM, r: f32[2] @ DRAM):
+    m: f32
+    m = -inf
+    for i in seq(0, n):
+        m = fmax(m, x[i])
+    s: f32
+    s = 0.0
+    t: f32
+    t = 0.0
+    for i in seq(0, n):
+        s += exp(x[i] - m)
+        t += exp(2.0 * (x[i] - m))
+    r[0] = s
+    r[1] = t
+
+
+def test_one_rate_for_all_accumulators() -> None:
+    with pytest.raises(NotRescalableError, match="different rates"):
+        scan_fuse(two_rates, *_loops(two_rates))
