@@ -3,7 +3,8 @@
 The callee's parameters are the unknowns: control parameters (``size``, ``index``, ``bool``)
 bind to control expressions of the caller, tensor parameters to windows of the caller's
 buffers, data scalars to scalar reads (a scalar buffer or one element). The callee's loop
-variables map to the caller's loop variables one to one. Matching is structural (same
+variables map to the caller's loop variables one to one (shifted when the two loops start at
+different values; the trip counts must agree). Matching is structural (same
 statement kinds, operators, constants, extern names); every control equality (loop bounds,
 ``if`` conditions, each accessed element) is *proven* at the caller's statement, with the
 SMT layer when it is not syntactic, so a successful unification means that the callee's body,
