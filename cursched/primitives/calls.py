@@ -113,8 +113,13 @@ def _window_through(view: _View, idx: Sequence[WAccess]) -> tuple[WAccess, ...]:
 
 class _Inliner:
     def __init__(
-        self, views: Mapping[Sym, _View], scalars: Mapping[Sym, Read], types: Mapping[Sym, Any]
+        self,
+        ctrl: Mapping[Sym, Expr],
+        views: Mapping[Sym, _View],
+        scalars: Mapping[Sym, Read],
+        types: Mapping[Sym, Any],
     ) -> None:
+        self.ctrl = ctrl
         self.views = views
         self.scalars = scalars
         self.types = types  # the declared type of each argument buffer
@@ -122,6 +127,10 @@ class _Inliner:
     def expr(self, e: Expr) -> Expr:
         x = map_expr_children(e, self.expr)
         match x:
+            # fresh_copy substituted the integer control parameters (simplified); bool ones
+            # (``if flag:``) are left to here.
+            case Read() if x.sym in self.ctrl and not x.idx:
+                return self.ctrl[x.sym]
             case Read() if x.sym in self.scalars:
                 return self.scalars[x.sym]
             case Read() if x.sym in self.views:
@@ -200,7 +209,7 @@ def inline(proc: Proc, call: StmtCursor) -> Rewrite[InlineCursors]:
     callee = s.proc
     ir = proc.ir()
     ctx = context_of(ir, call.path())
-    env: dict[Sym, Expr | Sym] = {}
+    env: dict[Sym, Expr] = {}
     views: dict[Sym, _View] = {}
     scalars: dict[Sym, Read] = {}
     for param, arg in zip(callee.args, s.args, strict=True):
@@ -217,7 +226,7 @@ def inline(proc: Proc, call: StmtCursor) -> Rewrite[InlineCursors]:
                     assert isinstance(arg, Read)
                     views[param.sym] = _View(arg.sym, None)
     body = fresh_copy(callee.body, env, ctx.ranges())
-    inl = _Inliner(views, scalars, _decl_types(ir, ctx))
+    inl = _Inliner(env, views, scalars, _decl_types(ir, ctx))
     new = tuple(inl.stmt(x) for x in body)
     ed = Editor(ir)
     out = ed.replace(call.as_block().block(), new, hint="inlined by inline; use .body")

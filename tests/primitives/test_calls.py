@@ -380,3 +380,26 @@ def test_call_eqv_common_ancestor_with_an_unchecked_step() -> None:
     p, c = call_eqv(uses_two, "two(_)", renamed)
     with pytest.raises(CallEqvNotProvenError, match="unsafe_skip_checks"):
         call_eqv(p, c.call, swapped)
+
+
+@proc
+def maybe(flag: bool, k: index, x: [f32][4] @ DRAM):
+    assert k >= 0 and k < 4
+    if flag:
+        x[k] = 1.0
+
+
+@proc
+def flags(n: size, A: f32[n, 4] @ DRAM, f: bool):
+    for i in seq(0, n):
+        maybe(f, 2, A[i, 0:4])
+        maybe(f and n > 2, 3, A[i, 0:4])
+
+
+def test_inline_bool_and_index_parameters() -> None:
+    p, _ = inline(flags, "maybe(_)")
+    p, _ = inline(p, "maybe(_)")
+    text = str(p)
+    assert "if f:\n            A[i, 2] = 1.0" in text
+    assert "if f and n > 2:\n            A[i, 3] = 1.0" in text
+    assert_equivalent(flags, p, trials=4)
