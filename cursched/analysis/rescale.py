@@ -158,6 +158,7 @@ class _Encoding:
 
     is_m: RunningTest
     names: dict[str, str] = field(default_factory=dict)
+    shown: dict[str, str] = field(default_factory=dict)
     positive: list[smt.RTerm] = field(default_factory=list)
     inverse: list[tuple[smt.RTerm, smt.RTerm]] = field(default_factory=list)
 
@@ -167,9 +168,16 @@ class _Encoding:
             name = self.names[text] = f"a{len(self.names)}"
         return smt.RVar(name)
 
+    def key(self, e: Expr, ver: int) -> str:
+        """A key naming ``e`` exactly (symbols by identity: ``repr`` shows their ids), the
+        version of the running value included when ``e`` reads it; remembers its text."""
+        versioned = _reads_m(e, self.is_m)
+        key = f"{e!r} @{ver}" if versioned else repr(e)
+        self.shown[key] = f"{print_expr(e)} @{ver}" if versioned else print_expr(e)
+        return key
+
     def atom(self, e: Expr, ver: int) -> smt.RVar:
-        text = print_expr(e)
-        return self.unknown(f"{text} @{ver}" if _reads_m(e, self.is_m) else text)
+        return self.unknown(self.key(e, ver))
 
     def term(self, e: Expr, ver: int) -> smt.RTerm:
         match e:
@@ -216,8 +224,7 @@ class _Encoding:
                     c, other = (x.lhs, x.rhs) if _num(x.lhs) is not None else (x.rhs, x.lhs)
                     go(other, k * (_num(c) or Fraction(0)))
                 case _:
-                    text = print_expr(x)
-                    add(f"{text} @{ver}" if _reads_m(x, self.is_m) else text, k)
+                    add(self.key(x, ver), k)
 
         go(e, Fraction(1))
         return {key: k for key, k in out.items() if k != 0}
@@ -269,7 +276,7 @@ def _smt(e: Expr, is_m: RunningTest) -> Rate | Refusal:
         )
         if model is None:
             return r
-        texts = {name: text for text, name in enc.names.items()}
+        texts = {name: enc.shown.get(key, key) for key, name in enc.names.items()}
         shown = {texts.get(k, k): v for k, v in model.items() if "^" not in texts.get(k, "^")}
         last = shown
     return Refusal("not rescalable: neither the rule table nor SMT proves it", last)

@@ -39,6 +39,7 @@ from cursched.primitives.scan_checks import (
     ScanBoundsError,
     ScanFirstLoopError,
     ScanLoopOrderError,
+    Update,
     analyse,
     expr_paths,
     map_running,
@@ -128,11 +129,13 @@ def _safe_running(a: ScanAnalysis, t: DataType) -> Expr:
     return Extern("select", (m, _const(float("inf"), t), m, _const(0.0, t)), t)
 
 
-def _rescale(acc: Assign, alpha: Sym, loops: tuple[For, ...], t: DataType) -> Stmt:
-    """``acc = alpha * acc`` inside fresh copies of the loops its index uses."""
+def _rescale(u: Update, alpha: Sym, t: DataType) -> Stmt:
+    """``acc = alpha * acc`` inside fresh copies of the loops its index uses (``alpha`` has
+    the running value's precision ``t``, the product the accumulator's)."""
+    acc, loops = u.stmt, u.loops
     env = {lp.iter: lp.iter.copy() for lp in loops}
-    rd = Read(acc.sym, acc.idx, t)
-    stmt: Stmt = acc.replace(rhs=BinOp("*", Read(alpha, (), t), rd, t))
+    rd = Read(acc.sym, acc.idx, u.dtype)
+    stmt: Stmt = acc.replace(rhs=BinOp("*", Read(alpha, (), t), rd, u.dtype))
     stmt = rename_stmt(stmt, env)
     for lp in reversed(loops):
         stmt = For(env[lp.iter], lp.lo, lp.hi, (stmt,), "seq")
@@ -255,7 +258,7 @@ def scan_fuse(
     saved = (Alloc(prev, t, DRAM), Assign(prev, (), a.running_read()))
     factor_rhs = _correction(a, prev, t)
     factor = (Alloc(alpha, t, DRAM), Assign(alpha, (), factor_rhs))
-    rescales = tuple(_rescale(u.stmt, alpha, u.loops, t) for u in a.updates)
+    rescales = tuple(_rescale(u, alpha, t) for u in a.updates)
     safe = _safe_running(a, t)
     body2, rebuilt = map_running(l2.body, a, safe)
     new_body = (*saved, *body1, *factor, *rescales, *body2)

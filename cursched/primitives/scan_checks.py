@@ -105,11 +105,13 @@ class Update:
         stmt: ``acc[idx] = <placeholder>``: the accumulator and index to rescale.
         loops: the loops (inside the second loop's body) whose variables index it.
         rel: its path relative to the second loop (``(("body", k), ...)``).
+        dtype: the accumulator's precision (the rescaling computes in it).
     """
 
     stmt: Assign
     loops: tuple[For, ...]
     rel: Path
+    dtype: DataType
 
 
 @dataclass(frozen=True)
@@ -369,7 +371,7 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
             if (free_syms_expr(lp.lo) | free_syms_expr(lp.hi)) & (bound2 - allowed):
                 msg = f"the loop over `{lp.iter}` has bounds that depend on the second loop"
                 raise fail(AccumulatorIndexError, name, msg, c2)
-        u = Update(Assign(acc, s.idx, s.rhs), tuple(used), rel)
+        u = Update(Assign(acc, s.idx, s.rhs), tuple(used), rel, _data_type(ir, acc) or dtype)
         _check_init(ir, c1, c2, u, name)
         updates.append(u)
     return ScanAnalysis(m, m_idx, dtype, rate, _direction(ups, is_m), tuple(rels), tuple(updates))

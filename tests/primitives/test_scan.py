@@ -442,3 +442,27 @@ def two_rates(n: size, x: f32[n] @ DRAM, r: f32[2] @ DRAM):
 def test_one_rate_for_all_accumulators() -> None:
     with pytest.raises(NotRescalableError, match="different rates"):
         scan_fuse(two_rates, *_loops(two_rates))
+
+
+@proc
+def lse_f64_sum(n: size, x: f32[n] @ DRAM, out: f64[1] @ DRAM):
+    m: f32
+    m = -inf
+    for i in seq(0, n):
+        m = fmax(m, x[i])
+    s: f64
+    s = 0.0
+    for i in seq(0, n):
+        s += exp(x[i] - m)
+    out[0] = m + log(s)
+
+
+def test_accumulator_in_another_precision() -> None:
+    p, c = scan_fuse(lse_f64_sum, *_loops(lse_f64_sum))
+    assert "alpha: f32" in str(p) and c.rescales[0].node().rhs.type.name == "f64"
+    assert_equivalent(lse_f64_sum, p, rtol=1e-5, atol=1e-5)
+    x = np.random.default_rng(2).standard_normal(50).astype(np.float32)
+    out = np.zeros(1)
+    p.compile()(50, x, out)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(out[0], x64.max() + np.log(np.exp(x64 - x64.max()).sum()), 1e-6)
