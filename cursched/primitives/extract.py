@@ -123,9 +123,10 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
     The new proc's parameters are the names the block uses but does not define, in this
     order: the proc's parameters (in their order), the enclosing loop variables (outermost
     first, as ``index``), then allocations and windows (in declaration order). Sizes that a
-    used buffer's shape mentions are parameters too. Its asserts are the proc's asserts, the
-    enclosing loops' ranges and the enclosing ``if`` conditions that can be said over its
-    parameters; the call satisfies them by construction.
+    used buffer's shape or a used loop variable's bounds mention are parameters too. Its
+    asserts are the proc's asserts, the enclosing loops' ranges and the enclosing ``if``
+    conditions that can be said over its parameters; the call satisfies them by
+    construction.
 
     Args:
         proc: the proc to rewrite.
@@ -185,6 +186,10 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
             continue
         types[sym] = _param_of(sym, ctx)
         todo.extend(_type_syms(types[sym][0]) - set(types))
+        # A loop variable brings the names of its bounds, so that its range is an assert.
+        for lp in ctx.loops:
+            if lp.iter is sym:
+                todo.extend((free_syms_expr(lp.lo) | free_syms_expr(lp.hi)) - set(types))
     order = [a.sym for a in ir.args] + [lp.iter for lp in ctx.loops]
     order += list(ctx.allocs) + list(ctx.windows)
     params = [s for s in order if s in types]

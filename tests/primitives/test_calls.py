@@ -403,3 +403,16 @@ def test_inline_bool_and_index_parameters() -> None:
     assert "if f:\n            A[i, 2] = 1.0" in text
     assert "if f and n > 2:\n            A[i, 3] = 1.0" in text
     assert_equivalent(flags, p, trials=4)
+
+
+def test_extract_brings_the_loop_bounds_names() -> None:
+    @proc
+    def partial(n: size, m: size, A: f32[n] @ DRAM):
+        assert m <= n
+        for i in seq(0, m):
+            A[i] = 1.0
+
+    p, c = extract_subproc(partial, partial.find("A[_] = _"), "one")
+    assert "one(n, m, A, i)" in str(p)
+    assert "assert i < m" in str(c.subproc)
+    assert_equivalent(partial, p, trials=2)
