@@ -229,6 +229,11 @@ class Unifier:
         pk = self._known(p)
         unknown = self._unbound(pk)
         pa, ca = af.to_aff(pk), af.to_aff(c)
+        if unknown and isinstance(pk, Read) and not pk.idx:
+            # the parameter itself (``N``, ``flag``): it stands for the caller's expression
+            self._outer_only(c, f"parameter {pk.sym.name} = {print_expr(c)}")
+            self.ctrl[pk.sym] = c
+            return
         if unknown:
             x = unknown[0]
             k = pa.coeff(x) if pa is not None else 0

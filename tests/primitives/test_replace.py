@@ -332,3 +332,22 @@ def test_shifted_loops_match() -> None:
     assert "copy4(B[2:6], A[3:7])" in str(p)
     assert "copyn(n - 3, B[3:n], A[0:n - 3])" in str(p)
     assert_equivalent(shifted, p, trials=3)
+
+
+def test_bool_parameter_binds_to_a_condition() -> None:
+    @instr("maybe_zero({dst_data}, {flag});")
+    def maybe_zero(flag: bool, dst: [f32][4] @ DRAM):
+        for i in seq(0, 4):
+            if flag:
+                dst[i] = 0.0
+
+    @proc
+    def gated(n: size, A: f32[n, 4] @ DRAM, on: bool):
+        for i in seq(0, n):
+            for j in seq(0, 4):
+                if on and n > 2:
+                    A[i, j] = 0.0
+
+    p, _ = replace(gated, "for j in _: _", maybe_zero)
+    assert "maybe_zero(on and n > 2, A[i, 0:4])" in str(p)
+    assert_equivalent(gated, p, trials=4)
