@@ -252,7 +252,9 @@ def commute_expr(proc: Proc, exprs: tuple[ExprCursor, ...]) -> Rewrite[CommuteEx
 
     Args:
         proc: the proc to rewrite.
-        exprs: the operations (cursors or patterns; one or several).
+        exprs: the operations: a cursor, a pattern, or a list of them. A pattern names its
+            first match (Exo 1.0 commutes every match of a lone pattern string; pass
+            ``p.find_all(pattern)`` for that).
 
     Returns:
         The new proc and ``CommuteExprCursors``:

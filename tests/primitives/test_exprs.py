@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import commute_expr, left_reassociate_expr, proc, rewrite_expr
+from cursched import commute_expr, insert_pass, left_reassociate_expr, proc, rewrite_expr
 from cursched.cursors import ExprCursor, Tombstone
 from cursched.errors import StaleCursorError
 from cursched.ir.nodes import BinOp, Const, Read
@@ -147,6 +147,24 @@ def test_commute_expr_operand_cursor_is_a_tombstone() -> None:
     assert p.forward(lhs) != c.expr[0].lhs()  # never the other operand
     with pytest.raises(StaleCursorError, match="commute_expr"):
         commute_expr(p, [lhs])
+
+
+def test_commute_expr_pattern_and_find_all() -> None:
+    @proc
+    def pairs(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+        for i in seq(0, n):
+            y[i] = x[i] * 2.0
+            y[i] += x[i] * 2.0
+
+    p, c = commute_expr(pairs, "x[_] * 2.0")  # a pattern: its first match
+    assert len(c.expr) == 1 and str(p).count("2.0 * x[i]") == 1
+    old = pairs.find_all("x[_] * 2.0")
+    q, _ = insert_pass(pairs, pairs.find("y[_] = _").before())
+    q, d = commute_expr(q, old)  # every match; cursors of an older version forward
+    assert len(d.expr) == 2 and str(q).count("2.0 * x[i]") == 2
+    assert "commute_expr(p, [p.at('body[0].body[1].rhs'), p.at('body[0].body[2].rhs')])" in (
+        q.history()
+    )  # the history names the forwarded places
 
 
 def test_commute_expr_not_commutative() -> None:
