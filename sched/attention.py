@@ -7,13 +7,15 @@ row. The schedule:
 1. ``fuse`` the sum and the weighted-value loops (two accumulators, ``l`` and ``O``);
 2. ``split`` the max loop and the fused loop into key tiles and ``scan_fuse`` them: one running
    max, one correction per key tile (flash attention 2's granularity); ``bind_expr`` the
-   weight ``exp(S - m)`` that both accumulations use, so it is computed once;
-3. ``split`` the score loop and ``fuse`` it in, then shrink the score row to one tile
-   (``sink_alloc``, ``resize_dim``);
+   weight ``exp(S - m)`` that both accumulations use, so it is computed once, and give the
+   weights of a tile a loop of their own (``expand_dim``, ``lift_alloc``, ``fission``);
+3. ``split`` the score loop, put the head dimension outside the keys of a tile (``fission``,
+   ``reorder_loops``), ``fuse`` it in, then shrink the score row to one tile (``sink_alloc``,
+   ``resize_dim``);
 4. query tiles: ``split`` the row loop, give ``m`` and ``l`` one element per row of the tile
    (``expand_dim``, ``lift_alloc``), ``fission`` the row loop around the key loop and
    ``reorder_loops`` so that each key tile is visited once per query tile, then ``stage_mem``
-   the key and value tiles.
+   the key tile (transposed by ``rearrange_dim``) and the value tile.
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -35,6 +37,7 @@ from cursched import (
     fuse,
     lift_alloc,
     proc,
+    rearrange_dim,
     reorder_loops,
     resize_dim,
     scan_fuse,
@@ -136,10 +139,17 @@ def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
     p, mt = split(p, maxes, key_tile, ("io", "ii"), tail="perfect")
     p, at = split(p, acc.fused, key_tile, ("io", "ii"), tail="perfect")
     p, online = scan_fuse(p, mt.outer, at.outer)
+    # the weights exp(S - m) of a tile computed once, in a loop of their own
     l_up, o_up = online.second_updates
-    p, _ = bind_expr(p, (l_up.rhs(), o_up.rhs().lhs()), "w")  # each weight computed once
-    # 3. the scores of a tile computed in the same pass, kept for one tile only
+    p, w = bind_expr(p, (l_up.rhs(), o_up.rhs().lhs()), "w")
+    p, wt = expand_dim(p, w.alloc, key_tile, "ii")
+    p, _ = lift_alloc(p, wt.alloc)
+    p, _ = fission(p, w.assign.after())
+    # 3. the scores of a tile computed in the same pass (the key dimension innermost, so a
+    # score row is an axpy), kept for one tile only
     p, st = split(p, scores, key_tile, ("io", "ii"), tail="perfect")
+    p, zero = fission(p, st.inner.body()[0].after())
+    p, _ = reorder_loops(p, zero.second)
     p, keys = fuse(p, st.outer, online.fused)
     p, sunk = sink_alloc(p, score_row)
     p, _ = resize_dim(p, sunk.alloc, 0, key_tile, f"{key_tile} * io")
@@ -152,7 +162,8 @@ def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
     p, around = fission(p, keys.fused.after())
     p, swapped = reorder_loops(p, around.first)
     window = f"{key_tile} * io:{key_tile} * io + {key_tile}, 0:D"
-    p, _ = stage_mem(p, swapped.inner, f"K[{window}]", "Kt")
+    p, kt = stage_mem(p, swapped.inner, f"K[{window}]", "Kt")
+    p, _ = rearrange_dim(p, kt.alloc, (1, 0))  # the key tile transposed
     p, _ = stage_mem(p, swapped.inner, f"V[{window}]", "Vt")
     del qt
     return p
