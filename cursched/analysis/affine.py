@@ -117,6 +117,11 @@ class Aff:
     def __add__(self, other: Aff | int) -> Aff:
         if isinstance(other, int):
             return Aff(self.terms, self.const + other)
+        # a constant on either side leaves the other's terms, already in normal form
+        if not other.terms:
+            return Aff(self.terms, self.const + other.const)
+        if not self.terms:
+            return Aff(other.terms, self.const + other.const)
         acc = dict(self.terms)
         for a, c in other.terms:
             acc[a] = acc.get(a, 0) + c
@@ -201,6 +206,15 @@ def _is_int_type(t: Type) -> bool:
     return isinstance(t, ControlType) and t.is_integer()
 
 
+# ``to_aff`` without renaming, memoised per expression node: IR subtrees are shared between
+# the versions of a proc, so every check and every ``simplify`` meets the same index nodes
+# again. Keyed by ``id`` with the node kept alive in the entry (so the id cannot be reused
+# while the entry exists); structural keys would cost a deep hash per lookup. Cleared when
+# full, which only costs recomputation.
+_AFF_MEMO: dict[int, tuple[Expr, Aff | None]] = {}
+_AFF_MEMO_LIMIT = 1 << 15
+
+
 def to_aff(e: Expr, env: Rename | None = None) -> Aff | None:
     """The normal form of a control integer expression, or None when it is not quasi-affine.
 
@@ -209,6 +223,19 @@ def to_aff(e: Expr, env: Rename | None = None) -> Aff | None:
         env: symbols to rename on the way (fresh copies of loop variables for dependence
             queries).
     """
+    if env or not isinstance(e, BinOp | USub):
+        return _to_aff(e, env)
+    hit = _AFF_MEMO.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    a = _to_aff(e, None)
+    if len(_AFF_MEMO) >= _AFF_MEMO_LIMIT:
+        _AFF_MEMO.clear()
+    _AFF_MEMO[id(e)] = (e, a)
+    return a
+
+
+def _to_aff(e: Expr, env: Rename | None) -> Aff | None:
     match e:
         case Const():
             v = e.value
@@ -509,6 +536,8 @@ def _simplify_atom(a: Atom, ranges: Mapping[Sym, Bound]) -> Aff:
 
 def simplify_aff(a: Aff, ranges: Mapping[Sym, Bound] | None = None) -> Aff:
     """``a`` with divisions and modulos removed where the ranges decide them."""
+    if not any(isinstance(atom, Div | Mod) for atom, _ in a.terms):
+        return a  # only the division and modulo atoms depend on the ranges
     rs = ranges or {}
     out = Aff.num(a.const)
     for atom, c in a.terms:

@@ -21,6 +21,8 @@ def fold_divmod(a: af.Aff) -> af.Aff:
     """``a`` with every ``m * k * (x / k) + m * (x % k)`` replaced by ``m * x`` (floor
     division and modulo: ``x == k * (x / k) + x % k`` for every integer ``x``), nested
     divisions and modulos included."""
+    if not any(isinstance(atom, af.Div | af.Mod) for atom, _ in a.terms):
+        return a  # nothing to fold
     out = af.Aff.num(a.const)
     for atom, c in a.terms:
         if isinstance(atom, af.Div):
@@ -51,6 +53,14 @@ def _fold_bool(e: BinOp) -> Expr:
     return e
 
 
+# ``tidy_expr`` results per (expression node, ranges): ``simplify`` runs over the whole proc
+# after most steps, and the nodes it meets are mostly shared with the previous version, at
+# the same loop ranges. Keyed by ``id`` with the node kept alive in the entry (the id cannot
+# be reused while the entry exists); cleared when full, which only costs recomputation.
+_TIDY_MEMO: dict[tuple[int, tuple[tuple[Sym, af.Bound], ...]], tuple[Expr, Expr]] = {}
+_TIDY_MEMO_LIMIT = 1 << 14
+
+
 def tidy_expr(e: Expr, ranges: Mapping[Sym, af.Bound] | None = None) -> Expr:
     """``e`` simplified for reading: ``simplify_expr`` under ``ranges``, ``k * (x / k) +
     x % k`` folded to ``x``, ``and``/``or`` with a constant operand folded.
@@ -58,6 +68,18 @@ def tidy_expr(e: Expr, ranges: Mapping[Sym, af.Bound] | None = None) -> Expr:
     Returns ``e`` itself (the same object) when the result is equal to it, so callers keep
     node identity for unchanged expressions.
     """
+    key = (id(e), tuple(ranges.items()) if ranges else ())
+    hit = _TIDY_MEMO.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out = _tidy(e, ranges)
+    if len(_TIDY_MEMO) >= _TIDY_MEMO_LIMIT:
+        _TIDY_MEMO.clear()
+    _TIDY_MEMO[key] = (e, out)
+    return out
+
+
+def _tidy(e: Expr, ranges: Mapping[Sym, af.Bound] | None) -> Expr:
 
     def go(x: Expr) -> Expr:
         t = getattr(x, "type", None)

@@ -45,6 +45,8 @@ class PathContext:
     conds: tuple[tuple[Expr, bool], ...] = ()
     windows: Mapping[Sym, WindowStmt] = field(default_factory=dict)
     allocs: Mapping[Sym, Alloc] = field(default_factory=dict)
+    # ``ranges()`` of this context, computed once: ``simplify`` asks it for every expression
+    _ranges: dict[Sym, af.Bound] = field(default_factory=dict, compare=False, repr=False)
 
     def enter_loop(self, loop: For) -> PathContext:
         return PathContext(self.proc, (*self.loops, loop), self.conds, self.windows, self.allocs)
@@ -86,13 +88,15 @@ class PathContext:
 
     def ranges(self) -> dict[Sym, af.Bound]:
         """Constant inclusive ranges of the enclosing loop variables (where constant)."""
-        out: dict[Sym, af.Bound] = {}
+        if self._ranges or not self.loops:
+            return dict(self._ranges)  # a copy: callers may extend theirs
+        out = self._ranges
         for loop in self.loops:
             lo, hi = af.to_aff(loop.lo), af.to_aff(loop.hi)
             lo_r = af.aff_range(lo, out)[0] if lo is not None else None
             hi_r = af.aff_range(hi, out)[1] if hi is not None else None
             out[loop.iter] = (lo_r, None if hi_r is None else hi_r - 1)
-        return out
+        return dict(out)
 
     def shape(self, sym: Sym) -> tuple[Expr, ...] | None:
         """The shape of a buffer, window or tensor argument visible here (None: scalar)."""

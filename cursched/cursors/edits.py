@@ -15,10 +15,9 @@ simply by reusing the old node objects, which frozen IR makes natural.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from cursched.cursors.forwarding import (
     IDENTITY,
@@ -33,10 +32,68 @@ from cursched.cursors.forwarding import (
     forward_loc,
 )
 from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc
-from cursched.cursors.tree import children, stmt_list, update_at, walk
+from cursched.cursors.tree import _CHILDREN, stmt_list, update_at
 from cursched.ir.nodes import For, Node, ProcDef, Stmt
-from cursched.ir.paths import Path, get_at
+from cursched.ir.paths import Path, Step, get_at
 from cursched.ir.symbols import Sym
+
+# A path under construction, as a chain of links ``(parent link, step)`` ending in the
+# region offset: building a full tuple for every node of both regions dominated the cost of
+# every edit, while only the paths of the survivors are ever needed.
+_Link: TypeAlias = "tuple[_Link, Step] | int"
+_MANY: Final = object()  # a node or loop found more than once in the new region
+
+
+def _rel(link: _Link) -> RelPath:
+    steps: list[Step] = []
+    while not isinstance(link, int):
+        link, step = link
+        steps.append(step)
+    steps.reverse()
+    return link, tuple(steps)
+
+
+def _index_new(new: Sequence[Any]) -> tuple[dict[int, Any], dict[Sym, Any]]:
+    """Every addressable node of ``new`` by id, and every loop by its iteration variable,
+    each with its link, or ``_MANY`` when it occurs more than once."""
+    where: dict[int, Any] = {}
+    loops: dict[Sym, Any] = {}
+
+    def go(x: Any, link: _Link) -> None:
+        i = id(x)
+        where[i] = _MANY if i in where else link
+        if isinstance(x, For):
+            loops[x.iter] = _MANY if x.iter in loops else link
+        for attr, many in _CHILDREN.get(type(x), ()):
+            v = getattr(x, attr)
+            if many:
+                for j, c in enumerate(v):
+                    go(c, (link, (attr, j)))
+            else:
+                go(v, (link, (attr, -1)))
+
+    for k, n in enumerate(new):
+        go(n, k)
+    return where, loops
+
+
+def _count_old(old: Sequence[Any]) -> dict[int, int]:
+    count: dict[int, int] = {}
+
+    def go(x: Any) -> None:
+        i = id(x)
+        count[i] = count.get(i, 0) + 1
+        for attr, many in _CHILDREN.get(type(x), ()):
+            v = getattr(x, attr)
+            if many:
+                for c in v:
+                    go(c)
+            else:
+                go(v)
+
+    for n in old:
+        go(n)
+    return count
 
 
 def find_survivors(
@@ -50,41 +107,38 @@ def find_survivors(
         same: ``id(old node) -> new node`` for nodes the primitive rebuilt but that keep
             their identity.
     """
-    where: dict[int, list[RelPath]] = {}
-    loops: dict[Sym, list[RelPath]] = {}
-    for k, n in enumerate(new):
-        for rest, x in walk(n):
-            where.setdefault(id(x), []).append((k, rest))
-            if isinstance(x, For):
-                loops.setdefault(x.iter, []).append((k, rest))
-    old_count: Counter[int] = Counter()
-    for n in old:
-        for _, x in walk(n):
-            old_count[id(x)] += 1
+    where, loops = _index_new(new)
+    old_count = _count_old(old)
     subtrees: dict[RelPath, RelPath] = {}
     nodes: dict[RelPath, RelPath] = {}
 
-    def unique(hits: list[RelPath] | None) -> RelPath | None:
-        return hits[0] if hits is not None and len(hits) == 1 else None
+    def unique(hit: Any) -> RelPath | None:
+        return None if hit is None or hit is _MANY else _rel(hit)
 
-    def visit(x: Any, rel: RelPath) -> None:
-        if old_count[id(x)] == 1:
-            hit = unique(where.get(id(x)))
+    def visit(x: Any, link: _Link) -> None:
+        i = id(x)
+        if old_count[i] == 1:
+            hit = unique(where.get(i))
             if hit is not None:
-                subtrees[rel] = hit
+                subtrees[_rel(link)] = hit
                 return
         target: RelPath | None = None
-        if same is not None and id(x) in same:
-            target = unique(where.get(id(same[id(x)])))
+        if same is not None and i in same:
+            target = unique(where.get(id(same[i])))
         elif isinstance(x, For):
             target = unique(loops.get(x.iter))
         if target is not None:
-            nodes[rel] = target
-        for step, c in children(x):
-            visit(c, (rel[0], (*rel[1], step)))
+            nodes[_rel(link)] = target
+        for attr, many in _CHILDREN.get(type(x), ()):
+            v = getattr(x, attr)
+            if many:
+                for j, c in enumerate(v):
+                    visit(c, (link, (attr, j)))
+            else:
+                visit(v, (link, (attr, -1)))
 
     for k, n in enumerate(old):
-        visit(n, (k, ()))
+        visit(n, k)
     return Survivors(subtrees, nodes)
 
 

@@ -33,9 +33,24 @@ class Node:
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied; ``self`` itself when nothing would change."""
-        if all(_same(getattr(self, k), v) for k, v in changes.items()):
+        for k, v in changes.items():
+            if not _same(getattr(self, k), v):
+                break
+        else:
             return self
-        return dataclasses.replace(self, **changes)
+        # What ``dataclasses.replace`` does, without its per-call reflection over the
+        # fields: every rewrite rebuilds nodes through here.
+        cls = type(self)
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(self) if f.init)
+        kw = {n: getattr(self, n) for n in names}
+        kw.update(changes)
+        return cls(**kw)
+
+
+# The init fields of each node class, for ``Node.replace``.
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 _loc = field(default=None, compare=False, repr=False, kw_only=True)

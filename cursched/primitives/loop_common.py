@@ -143,17 +143,50 @@ def rename_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
     return fs(s)
 
 
+# The init fields of each node class, for ``_force_new``.
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _force_new(node: N) -> N:
-    # dataclasses.replace always builds a new object, unlike Node.replace.
-    return dataclasses.replace(node)
+    # always a new object, unlike Node.replace (dataclasses.replace without its reflection)
+    cls = type(node)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(node) if f.init)
+    return cls(**{n: getattr(node, n) for n in names})
 
 
-def _fresh_expr(e: Expr) -> Expr:
-    return _force_new(map_expr_children(e, _fresh_expr))
+def _fresh_expr(e: Expr, env: Mapping[Sym, Sym]) -> Expr:
+    """``rename_expr`` whose result shares no node with ``e``."""
+
+    def go(x: Expr) -> Expr:
+        y = _map_type_of(map_expr_children(x, go), go)
+        if isinstance(y, Read | WindowExpr | StrideExpr) and y.sym in env:
+            y = y.replace(sym=env[y.sym])
+        # a node whose children were copied is new already; leaves (and the childless) not
+        return _force_new(y) if y is x else y
+
+    return go(e)
 
 
-def _fresh_stmt(s: Stmt) -> Stmt:
-    return _force_new(map_stmt_children(s, _fresh_stmt, _fresh_expr))
+def _fresh_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
+    """``rename_stmt`` whose result shares no node with ``s`` (one pass instead of two)."""
+
+    def fe(x: Expr) -> Expr:
+        return _fresh_expr(x, env)
+
+    def fs(x: Stmt) -> Stmt:
+        out = map_stmt_children(x, fs, fe)
+        match out:
+            case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
+                out = out.replace(sym=env[out.sym])
+            case For() if out.iter in env:
+                out = out.replace(iter=env[out.iter])
+            case _:
+                pass
+        return _force_new(out) if out is x else out
+
+    return fs(s)
 
 
 def fresh_copy(
@@ -171,15 +204,16 @@ def fresh_copy(
     """
     rename: dict[Sym, Sym] = {}
     for s in stmts:
-        for sym in defined_syms(s):
+        # in binding order (by id), not set order: the copies' ids order the terms of the
+        # normal forms, so set order (by address) made the printed output vary between runs
+        for sym in sorted(defined_syms(s), key=lambda x: x.id):
             rename[sym] = sym.copy()
     exprs = {k: v for k, v in (env or {}).items() if not isinstance(v, Sym)}
     syms = {k: v for k, v in (env or {}).items() if isinstance(v, Sym)}
     out: list[Stmt] = []
     for s in stmts:
         x = subst_simplify(s, exprs, ranges or {}) if exprs else s
-        x = rename_stmt(x, {**rename, **syms})
-        out.append(_fresh_stmt(x))
+        out.append(_fresh_stmt(x, {**rename, **syms}))
     return tuple(out)
 
 
