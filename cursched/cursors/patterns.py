@@ -238,7 +238,13 @@ def match_stmt(pat: ast.stmt, s: Stmt) -> bool:
             if isinstance(s, Assign):
                 return _match_target(target, s.sym.name, s.idx) and match_expr(value, s.rhs)
             if isinstance(s, WindowStmt):
-                return _match_target(target, s.sym.name, ()) and match_expr(value, s.rhs)
+                # `w = A[...]` binds a name: only a bare-name target (`w = _`) matches it,
+                # never an element write pattern such as `w[_] = _`.
+                return (
+                    isinstance(target, ast.Name)
+                    and target.id in ("_", s.sym.name)
+                    and match_expr(value, s.rhs)
+                )
             return False
         case ast.AugAssign(target=target, op=ast.Add(), value=value):
             return (

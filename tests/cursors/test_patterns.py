@@ -144,6 +144,9 @@ def test_call_and_window_patterns() -> None:
     win = caller.find("w = _")
     assert win.kind() == "WindowStmt" and win.name() == "w"
     assert win.rhs().name() == "A"
+    # an element-write pattern never matches the window binding of the same name
+    writes = caller.find_all("w[_] = _")
+    assert [c.kind() for c in writes] == ["Assign"]
     with pytest.raises(PatternError):
         caller.find("scale(9, _)")
 
