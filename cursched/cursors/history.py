@@ -47,8 +47,11 @@ class _Script:
         self.reserved = reserved
         self.procs: set[str] = set()
         self.lines: list[str] = []
-        # variable -> (version whose step bound it, location it holds)
-        self.vars: dict[str, tuple[int, Any]] = {}
+        # (version whose step bound it, field) -> location it holds; variables are written as
+        # placeholders first and named at the end, once every use is known (``names``)
+        self.vars: dict[tuple[int, str], Any] = {}
+        self.last_use: dict[tuple[int, str], int] = {}
+        self.current = 0
 
     def value(self, raw: Any, forwarded: Any) -> str:
         if isinstance(raw, Cursor):
@@ -79,31 +82,76 @@ class _Script:
 
     def held(self, version: int, loc: Loc | tuple[Loc, ...]) -> str | None:
         """The variable (or ``var[k]``) holding ``loc`` of ``version``, if one still does."""
-        for var, (v, held) in self.vars.items():
-            if v == version and held == loc:
-                return var
-            if v == version and isinstance(held, tuple) and loc in held:
-                return f"{var}[{held.index(loc)}]"
+        for key, held in self.vars.items():
+            if key[0] != version:
+                continue
+            if held == loc:
+                return self.use(key)
+            if isinstance(held, tuple) and loc in held:
+                return f"{self.use(key)}[{held.index(loc)}]"
         return None
 
+    def use(self, key: tuple[int, str]) -> str:
+        self.last_use[key] = self.current
+        return _placeholder(key)
+
     def step(self, q: Proc, step: StepRecord) -> None:
+        self.current = q.version
         args = [self.value(r, f) for r, f in zip(step.args, step.inputs, strict=True)]
         args += [
             f"{k}={self.value(r, f)}"
             for (k, r), (_, f) in zip(step.kwargs, step.kw_inputs, strict=True)
         ]
-        names = [self.var(name) for name, _ in step.results]
+        names = [_placeholder((q.version, name)) for name, _ in step.results]
         comma = "," if len(names) == 1 else ""
         lhs = f"p, ({', '.join(names)}{comma})" if names else "p, _"
         self.lines.append(f"{lhs} = {step.primitive}({', '.join(['p', *args])})")
         for name, locs in step.results:
-            self.vars[self.var(name)] = (q.version, locs)
+            self.vars[(q.version, name)] = locs
 
-    def var(self, field: str) -> str:
-        """The variable for a result field: its name, unless that would shadow a primitive
-        the script calls (or ``p``).
+    def names(self) -> dict[tuple[int, str], str]:
+        """A variable name per result: the field's name, suffixed (``outer_1``) only when an
+        earlier result of the same name is still used after this one is bound, and never a
+        name the script needs for a primitive or the proc.
         """
-        return f"{field}_" if field in self.reserved else field
+        taken: dict[str, list[tuple[int, str]]] = {}
+        out: dict[tuple[int, str], str] = {}
+        for key in sorted({_key for line in self.lines for _key in _placeholders(line)}):
+            version, field = key
+            base = f"{field}_" if field in self.reserved else field
+            k = 0
+            while True:
+                name = base if k == 0 else f"{base}_{k}"
+                holders = taken.get(name, [])
+                if all(self.last_use.get(h, h[0]) <= version for h in holders):
+                    break
+                k += 1
+            taken.setdefault(name, []).append(key)
+            out[key] = name
+        return out
+
+    def text(self) -> list[str]:
+        """The script's lines with every placeholder replaced by its variable name."""
+        names = self.names()
+        lines = []
+        for line in self.lines:
+            for key in _placeholders(line):
+                line = line.replace(_placeholder(key), names[key])
+            lines.append(line)
+        return lines
+
+
+def _placeholder(key: tuple[int, str]) -> str:
+    return f"\x00{key[0]}:{key[1]}\x00"
+
+
+def _placeholders(line: str) -> list[tuple[int, str]]:
+    parts = line.split("\x00")
+    keys = []
+    for part in parts[1::2]:
+        version, field = part.split(":", 1)
+        keys.append((int(version), field))
+    return keys
 
 
 def literal(v: Any, procs: set[str] | None = None) -> str:
@@ -162,4 +210,4 @@ def history_script(p: Proc, var: str | None = None) -> str:
     if script.procs:
         head.append(f"# other procs it uses (bind them first): {', '.join(sorted(script.procs))}")
     head += ["from cursched import *  # noqa: F403", "", f"p = {var or root.name()}"]
-    return "\n".join([*head, *script.lines]) + "\n"
+    return "\n".join([*head, *script.text()]) + "\n"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import cursched
-from cursched import delete_pass, insert_pass, rename, reorder_stmts
+from cursched import DRAM, delete_pass, insert_pass, rename, reorder_stmts
 from cursched.cursors import Editor, ExprCursor, GapCursor
 from cursched.cursors.edits import Rewrite
 from cursched.ir.alpha import alpha_equal
@@ -182,3 +182,25 @@ def test_history_tuples_keywords_and_other_values() -> None:
     ns: dict[str, Any] = {"small": small, "two_loops": two_loops, "note": note}
     exec(text, ns)
     assert alpha_equal(ns["p"].ir(), p.ir()) and ns["p"].history() == text
+
+
+@cursched.proc
+def grid(n: size, m: size, A: f32[n, m] @ DRAM):
+    assert n % 2 == 0
+    assert m % 4 == 0
+    for i in seq(0, n):
+        for j in seq(0, m):
+            A[i, j] = 1.0
+
+
+def test_history_keeps_a_result_that_a_later_step_would_shadow() -> None:
+    from cursched import reorder_loops, split
+
+    p, first = split(grid, grid.find_loop("i"), 2, ("io", "ii"), tail="perfect")
+    p, _second = split(p, p.find_loop("j"), 4, ("jo", "ji"), tail="perfect")
+    p, _ = reorder_loops(p, first.inner)  # the first split's `inner`, after the second's
+    text = p.history()
+    # the first `inner` stays reachable under its own name instead of a positional locator
+    assert "reorder_loops(p, inner)" in text, text
+    assert "inner_1" in text, text
+    assert alpha_equal(replay(p).ir(), p.ir())
