@@ -1,0 +1,128 @@
+"""docs/: the generated primitives page is up to date and every code block that should run runs.
+
+- ``docs/primitives.md`` must equal what ``tools/gen_primitives_doc.py`` generates now;
+- its python blocks (one example call per primitive) must parse and bind to the primitive's
+  signature;
+- the python blocks of every other page run, in order, as one script per page, in a temp dir.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import re
+import runpy
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import cursched
+
+ROOT = Path(__file__).parent.parent
+DOCS = ROOT / "docs"
+GENERATED = DOCS / "primitives.md"
+PAGES = sorted(p for p in DOCS.glob("*.md") if p != GENERATED)
+BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+
+
+def blocks(path: Path, lang: str) -> list[str]:
+    return [text for tag, text in BLOCK.findall(path.read_text(encoding="utf-8")) if tag == lang]
+
+
+@pytest.fixture(scope="module")
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "gen_primitives_doc", ROOT / "tools" / "gen_primitives_doc.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_primitives_page_is_generated_from_the_code(generator: ModuleType) -> None:
+    committed = GENERATED.read_text(encoding="utf-8")
+    assert committed == generator.render(), (
+        "docs/primitives.md differs from the code: run `python tools/gen_primitives_doc.py` "
+        "and commit the page"
+    )
+
+
+def test_primitives_page_lists_every_exported_primitive() -> None:
+    text = GENERATED.read_text(encoding="utf-8")
+    exported = [
+        n
+        for n in cursched.__all__
+        if getattr(getattr(cursched, n), "__cursched_primitive__", False)
+    ]
+    assert len(exported) >= 40
+    for name in exported:
+        assert f"\n## `{name}`\n" in text, name
+
+
+def test_primitives_page_sections_are_complete() -> None:
+    """Each primitive's section has a signature, a forwarding paragraph and an example call."""
+    sections = GENERATED.read_text(encoding="utf-8").split("\n## `")[1:]
+    for section in sections:
+        name = section.split("`", 1)[0]
+        assert f"```text\n{name}(" in section, name
+        forwards = re.search(r"\*\*Forwards / kills\.\*\* (.+)", section)
+        assert forwards and len(forwards.group(1)) > 10, name
+        assert re.search(rf"^p, .* = {name}\(p", section, re.M), name
+
+
+def example_calls() -> list[tuple[str, str]]:
+    out = []
+    for text in blocks(GENERATED, "python"):
+        tree = ast.parse(text)
+        (stmt,) = tree.body
+        assert isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call), text
+        func = stmt.value.func
+        assert isinstance(func, ast.Name), text
+        out.append((func.id, text))
+    return out
+
+
+@pytest.mark.parametrize(("name", "text"), example_calls(), ids=lambda v: str(v)[:30])
+def test_primitives_page_example_binds_to_the_signature(name: str, text: str) -> None:
+    """The example call names the primitive's real parameters and unpacks its real fields."""
+    stmt = ast.parse(text).body[0]
+    assert isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call)
+    fn = getattr(cursched, name)
+    call = stmt.value
+    args = [object() for _ in call.args]
+    kwargs = {k.arg: object() for k in call.keywords if k.arg is not None}
+    inspect.signature(fn).bind(*args, **kwargs)
+    (target,) = stmt.targets
+    assert isinstance(target, ast.Tuple) and len(target.elts) == 2
+    fields = target.elts[1]
+    names = (
+        [e.id for e in fields.elts if isinstance(e, ast.Name)]
+        if isinstance(fields, ast.Tuple)
+        else []
+    )
+    import typing
+    from dataclasses import fields as dc_fields
+
+    (cls,) = typing.get_args(typing.get_type_hints(fn)["return"])
+    assert names == [f.name for f in dc_fields(cls)] or (names == [] and not dc_fields(cls))
+
+
+def test_docs_have_pages_with_code() -> None:
+    assert {p.name for p in PAGES} >= {"semantics.md", "cursors.md"}
+    assert any(blocks(p, "python") for p in PAGES)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_python_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page's python blocks, in order, as one script (a file, so procs parse), in a temp dir."""
+    code = "\n\n".join(blocks(page, "python"))
+    if not code:
+        assert "```python" not in page.read_text(encoding="utf-8")
+        return
+    script = tmp_path / f"{page.stem}_blocks.py"
+    script.write_text(code, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(script), run_name="__main__")
