@@ -276,10 +276,16 @@ def subst_stmt(s: Stmt, env: Mapping[Sym, Expr | Sym]) -> Stmt:
 def free_syms_expr(e: Expr) -> set[Sym]:
     """Symbols an expression refers to."""
     out: set[Sym] = set()
-    for x in walk_expr(e):
-        if isinstance(x, Read | WindowExpr | StrideExpr):
-            out.add(x.sym)
+    _add_free_syms(e, out)
     return out
+
+
+def _add_free_syms(e: Expr, out: set[Sym]) -> None:
+    # plain recursion: the nested generators of ``walk_expr`` cost a frame per level per node
+    if isinstance(e, Read | WindowExpr | StrideExpr):
+        out.add(e.sym)
+    for c in expr_children(e):
+        _add_free_syms(c, out)
 
 
 def defined_syms(s: Stmt) -> set[Sym]:

@@ -110,11 +110,24 @@ def _path_text(path: Path) -> str:
     return ".".join(parts) or "proc"
 
 
+# Control expressions already checked, by node: the verifier runs after every primitive and
+# most index and bound expressions are shared with the previous version. A check of a
+# control expression depends only on the node and on the bindings of the symbols it reads
+# (``lookup`` is the only access to the environment), so an entry holds those bindings and
+# is reused only where they are equal. Keyed by ``id`` with the node kept alive in the entry;
+# only passing checks are stored; cleared when full.
+_Deps: TypeAlias = tuple[tuple[Sym, "_Var"], ...]
+_CTRL_MEMO: dict[int, tuple[Expr, Value, _Deps]] = {}
+_CTRL_MEMO_LIMIT = 1 << 15
+
+
 class _Verifier:
     def __init__(self, p: ProcDef, verified: set[int]) -> None:
         self.p = p
         self.env: dict[Sym, _Var] = {}
         self.verified = verified
+        # the bindings read by the control expression being checked (None: outside one)
+        self.deps: dict[Sym, _Var] | None = None
 
     def fail(self, inv: str, path: Path, msg: str, src: SrcInfo | None = None) -> NoReturn:
         where = f"in proc {self.p.name} at {_path_text(path)}"
@@ -132,6 +145,8 @@ class _Verifier:
         var = self.env.get(sym)
         if var is None:
             self.fail("sym-defined", path, f"{sym!r} is used where it is not bound", src)
+        if self.deps is not None:
+            self.deps[sym] = var
         return var
 
     # -- constants ---------------------------------------------------------------- const-type
@@ -155,6 +170,29 @@ class _Verifier:
     # -- control expressions ---------------------------------------- control-expr, op-type
     def ctrl(self, e: Expr, path: Path) -> Value:
         """Check a control expression; return its value when it is an integer constant."""
+        if not isinstance(e, BinOp | USub):
+            return self._ctrl(e, path)
+        hit = _CTRL_MEMO.get(id(e))
+        if hit is not None and hit[0] is e:
+            env = self.env
+            if all(env.get(sym) == var for sym, var in hit[2]):
+                if self.deps is not None:
+                    self.deps.update(hit[2])
+                return hit[1]
+        outer, self.deps = self.deps, {}
+        try:
+            v = self._ctrl(e, path)
+            deps = tuple(self.deps.items())
+        finally:
+            self.deps = outer
+        if outer is not None:
+            outer.update(deps)
+        if len(_CTRL_MEMO) >= _CTRL_MEMO_LIMIT:
+            _CTRL_MEMO.clear()
+        _CTRL_MEMO[id(e)] = (e, v, deps)
+        return v
+
+    def _ctrl(self, e: Expr, path: Path) -> Value:
         match e:
             case Const():
                 self.const(e, path)
