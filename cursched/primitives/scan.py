@@ -121,10 +121,12 @@ def _correction(a: ScanAnalysis, prev: Sym, t: DataType) -> Expr:
 
 
 def _safe_running(a: ScanAnalysis, t: DataType) -> Expr:
-    """The running value as the terms read it: an infinite value that would make the term
-    NaN (``exp(-inf - -inf)``) is replaced by 0.0; all earlier terms are then 0 as well."""
+    """The running value as the terms read it: the infinity it starts from (``-inf`` for a
+    growing value, ``inf`` for a shrinking one; by the rate's sign otherwise), which would
+    make a term NaN (``exp(-inf - -inf)``), is replaced by 0.0. While the running value is
+    that infinity every value so far is too, and their terms are 0 as they should be."""
     m = a.running_read()
-    if a.rate.c > 0:
+    if (a.direction or (1 if a.rate.c > 0 else -1)) > 0:
         return Extern("select", (_const(float("-inf"), t), m, m, _const(0.0, t)), t)
     return Extern("select", (m, _const(float("inf"), t), m, _const(0.0, t)), t)
 
