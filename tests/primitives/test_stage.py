@@ -345,3 +345,22 @@ def test_stage_mem_random_windows_sound_and_tight_windows_accepted(
     else:
         with pytest.raises(StagePartialWriteError):
             stage_mem(p0, "for i in _: _", f"x[{tlo}:{thi}]", "xs")
+
+
+@proc
+def pair_stmts(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i] + 1.0
+        x[i] = y[i] * 2.0
+
+
+def test_stage_mem_block_of_two_statements_forwards() -> None:
+    body = pair_stmts.find_loop("i").body()
+    first, second = body[0], body[1]
+    p, c = stage_mem(pair_stmts, body, "x[i]", "xs")
+    assert len(c.block) == 2
+    assert p.forward(body) == c.block
+    assert p.forward(first) == c.block[0] and p.forward(second) == c.block[1]
+    assert str(c.load.node()).startswith("Assign")  # a point window: scalar load, no loop
+    assert "xs = x[i]" in str(p) and "x[i] = xs" in str(p)
+    assert_equivalent(pair_stmts, p, trials=3)
