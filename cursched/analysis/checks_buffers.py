@@ -135,4 +135,36 @@ def covered(writes: Sequence[Access], region: Region, context: Sequence[af.Prop]
     return False
 
 
-__all__ = ["NotCoveredError", "Region", "cover_goal", "covered", "region_of"]
+def uncovered_point(
+    writes: Sequence[Access], region: Region, context: Sequence[af.Prop], name: str
+) -> smt.Model | None:
+    """Values of the context and an index of ``region`` that no write in ``writes`` touches
+    (None when there is none, or when a write is not a box and so could touch any index).
+
+    The index variables are named ``<name>_index<d>``. A write under a condition writes a
+    subset of its box, so an index outside every box is a genuine witness.
+    """
+    boxes = [region_of(a) for a in writes]
+    if any(b is None or len(b) != len(region) for b in boxes):
+        return None
+    point = [af.Aff.var(Sym(f"{name}_index{d}")) for d in range(len(region))]
+    props: list[af.Prop] = list(context)
+    for w, (lo, hi) in zip(point, region, strict=True):
+        props.append(af.Eq(w - lo) if hi is None else af.And((af.le(lo, w), af.lt(w, hi))))
+    for box in boxes:
+        assert box is not None
+        inside: list[af.Prop] = []
+        for w, (lo, hi) in zip(point, box, strict=True):
+            inside.append(af.Eq(w - lo) if hi is None else af.And((af.le(lo, w), af.lt(w, hi))))
+        props.append(af.Not(af.And(tuple(inside))))
+    return smt.satisfiable(props)
+
+
+__all__ = [
+    "NotCoveredError",
+    "Region",
+    "cover_goal",
+    "covered",
+    "region_of",
+    "uncovered_point",
+]

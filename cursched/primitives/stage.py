@@ -18,7 +18,7 @@ from cursched.analysis.checks import (
     check_le,
     check_parallel,
 )
-from cursched.analysis.checks_buffers import Region, covered
+from cursched.analysis.checks_buffers import NotCoveredError, Region, covered, uncovered_point
 from cursched.analysis.context import context_of
 from cursched.analysis.effects import block_effects, windows_view
 from cursched.cursors import AllocCursor, BlockCursor, BlockLoc, Editor, NodeLoc, NoLoc, StmtCursor
@@ -335,14 +335,14 @@ def stage_mem(
             )
             writes = [a for a in effects if a.kind == "write"]
             if not covered(writes, region, ctx.props()):
-                raise fail(
-                    StagePartialWriteError,
-                    NAME,
+                model = uncovered_point(writes, region, ctx.props(), buf.name)
+                why = NotCoveredError(
                     f"the block writes {buf.name} without reading it but does not provably "
                     f"write all of {_text(wexpr)}; the store would overwrite the rest with "
                     "garbage (stage a smaller window, or one the block writes entirely)",
-                    block,
+                    model,
                 )
+                raise safety(StagePartialWriteError, NAME, why, block)
 
     # the rewrite
     tile = Sym(name)

@@ -243,8 +243,10 @@ def test_stage_mem_accum_needs_pure_reduction() -> None:
 
 def test_stage_mem_exo_issue_527_partial_write() -> None:
     # Exo writes xtmp[8] (garbage) back over x[8]; staging must refuse
-    with pytest.raises(StagePartialWriteError, match="does not provably write all of x"):
+    with pytest.raises(StagePartialWriteError, match="does not provably write all of x") as e:
         stage_mem(partial, "for i in _: _", "x[0:9]", "xtmp")
+    assert "counterexample: x_index0 = 8" in str(e.value)  # x[8] is never written
+    assert e.value.counterexample is not None  # type: ignore[attr-defined]
 
 
 def test_stage_mem_conditional_write_is_partial() -> None:
