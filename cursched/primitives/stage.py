@@ -200,7 +200,8 @@ def stage_mem(
            counterexample).
         8. with ``accum=True``, the block only reduces into the buffer (``StageAccumError``).
         9. a block that writes the buffer without reading it provably writes the whole window,
-           since the store copies all of it back (``StagePartialWriteError``).
+           since the store copies all of it back (``StagePartialWriteError``, with an index
+           no write touches when every write is a box).
         10. every enclosing ``par`` loop stays parallel with the stages added, proven by
             ``check_parallel`` (``StageParallelError``, with a counterexample).
 
@@ -282,6 +283,15 @@ def stage_mem(
             (isinstance(x, Read | WindowExpr) and x.sym in aliases)
             or (isinstance(x, StrideExpr) and x.sym is buf)
             or (isinstance(x, Read) and x.sym is buf and isinstance(x.type, TensorType))
+            # a window ranging over a dimension the stage fixes would lose that dimension
+            or (
+                isinstance(x, WindowExpr)
+                and x.sym is buf
+                and any(
+                    isinstance(c, Interval) and isinstance(w, Point)
+                    for c, w in zip(x.idx, coords, strict=True)
+                )
+            )
         )
         if bad:
             raise fail(
@@ -353,9 +363,7 @@ def stage_mem(
 
     def fix(old: UseNode, new: UseNode) -> Node:
         match new:
-            case Read():
-                return new.replace(sym=tile, idx=local_idx(new.idx))
-            case Assign() | Reduce():
+            case Read() | Assign() | Reduce():
                 return new.replace(sym=tile, idx=local_idx(new.idx))
             case WindowExpr():
                 out: list[WAccess] = []

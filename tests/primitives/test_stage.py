@@ -218,6 +218,21 @@ def test_stage_mem_alias_is_rejected() -> None:
         stage_mem(aliased, "for i in _: _", "x[2:6]", "b")
 
 
+@proc
+def rowcall(x: f32[4, 4] @ DRAM, y: f32[4, 4] @ DRAM):
+    for i in seq(0, 4):
+        addv(x[i, 0:4], y[0:4, i])
+
+
+def test_stage_mem_window_over_a_fixed_dimension() -> None:
+    # the call's window of x ranges over dimension 1, which a point window would drop
+    with pytest.raises(StageAliasError, match="x"):
+        stage_mem(rowcall, "addv(_)", "x[i, 0]", "t")
+    p, _ = stage_mem(rowcall, "addv(_)", "y[0:4, i]", "t")
+    assert "addv(x[i, 0:4], t[0:4])" in str(p)
+    assert_equivalent(rowcall, p, trials=2)
+
+
 def test_stage_mem_no_access() -> None:
     with pytest.raises(StageNoAccessError):
         stage_mem(two_loops, "for i in _: _ #0", "y[0:n]", "t")
