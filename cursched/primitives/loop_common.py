@@ -24,6 +24,7 @@ from cursched.analysis import affine as af
 from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import context_of
 from cursched.cursors import Cursor, ExprCursor
+from cursched.cursors.tree import _CHILDREN
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     Alloc,
@@ -157,16 +158,29 @@ def _force_new(node: N) -> N:
 
 
 def _fresh_expr(e: Expr, env: Mapping[Sym, Sym]) -> Expr:
-    """``rename_expr`` whose result shares no node with ``e``."""
+    """``rename_expr`` whose result shares no node with ``e``: every node (window
+    coordinates included) is built anew from its fields, children copied, shapes inside
+    tensor types copied, symbols renamed. Built directly rather than through
+    ``map_expr_children``, whose ``Node.replace`` compares every child first."""
 
-    def go(x: Expr) -> Expr:
-        y = _map_type_of(map_expr_children(x, go), go)
-        if isinstance(y, Read | WindowExpr | StrideExpr) and y.sym in env:
-            y = y.replace(sym=env[y.sym])
-        # a node whose children were copied is new already; leaves (and the childless) not
-        return _force_new(y) if y is x else y
+    def go(x: Any) -> Any:
+        cls = type(x)
+        names = _FIELDS.get(cls)
+        if names is None:
+            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(x) if f.init)
+        kw = {n: getattr(x, n) for n in names}
+        for attr, many in _CHILDREN[cls]:
+            kw[attr] = tuple(go(c) for c in kw[attr]) if many else go(kw[attr])
+        t = kw.get("type")
+        if isinstance(t, TensorType):
+            kw["type"] = map_type(t, go)
+        sym = kw.get("sym")
+        if sym is not None and sym in env:
+            kw["sym"] = env[sym]
+        return cls(**kw)
 
-    return go(e)
+    out: Expr = go(e)
+    return out
 
 
 def _fresh_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
