@@ -126,3 +126,28 @@ def test_python_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     script.write_text(code, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     runpy.run_path(str(script), run_name="__main__")
+
+
+TOMBSTONE = re.compile(r"<stale (\w+) '(\w+)': killed by (\w+) at v\d+; (.+)>")
+
+
+def test_tombstones_shown_in_the_docs_are_what_cursched_prints() -> None:
+    """A tombstone quoted in a page has the real format, and the real hint of its killer."""
+    from cursched import Proc, unroll_loop
+    from cursched.frontend import parse_source
+
+    four = Proc(
+        parse_source(
+            "def four(x: f32[4] @ DRAM):\n    for i in seq(0, 4):\n        x[i] = 0.0\n",
+            vars(cursched),
+        )
+    )
+    loop = four.find_loop("i")
+    q, _ = unroll_loop(four, loop)
+    real = TOMBSTONE.fullmatch(repr(q.forward(loop)))
+    assert real is not None, repr(q.forward(loop))
+    shown = [m for page in PAGES for text in blocks(page, "") for m in TOMBSTONE.finditer(text)]
+    assert shown
+    for m in shown:
+        if m.group(3) == "unroll_loop":
+            assert m.group(4) == real.group(4)
