@@ -185,15 +185,43 @@ def render_one(name: str, fn: Callable[..., Any]) -> str:
     return "\n".join(out)
 
 
+# The index groups primitives by the module that defines them (one module per family); a
+# module missing here (a new family) lands in the last group rather than off the page.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "Loops": ("loop_split", "loop_nests", "loop_ranges", "loop_shapes", "loop_wrap"),
+    "Statements, scopes and the proc": ("statements", "scopes", "simplify", "procs"),
+    "Buffers": ("stage", "allocs", "dims", "dims_split", "buffer_attrs"),
+    "Expressions and writes": ("binds", "windows_inline", "exprs", "writes"),
+    "Calls and instructions": ("calls", "extract", "replace", "call_eqv"),
+    "Fusions new in cursched": ("scan",),
+}
+OTHER = "Other"
+
+
+def family(fn: Callable[..., Any]) -> str:
+    """The index group of a primitive, by its module."""
+    module = fn.__module__.rsplit(".", 1)[-1]
+    for title, modules in FAMILIES.items():
+        if module in modules:
+            return title
+    return OTHER
+
+
 def render() -> str:
     """The whole page."""
     prims = primitives()
-    out = [HEADER, "| primitive | returns | summary |", "|---|---|---|"]
-    for name, fn in prims:
-        cls = cursors_class(fn)
-        fields = ", ".join(f"`{f.name}`" for f in dataclasses.fields(cls)) or "(none)"
-        out.append(f"| [`{name}`](#{name}) | {fields} | {_cell(summary(fn.__doc__ or ''))} |")
-    out.append("")
+    out = [HEADER, "## By family", ""]
+    for title in [*FAMILIES, OTHER]:
+        rows = [(name, fn) for name, fn in prims if family(fn) == title]
+        if not rows:
+            continue
+        out += [f"### {title}", "", "| primitive | returns | summary |", "|---|---|---|"]
+        for name, fn in rows:
+            cls = cursors_class(fn)
+            fields = ", ".join(f"`{f.name}`" for f in dataclasses.fields(cls)) or "(none)"
+            summ = _cell(summary(fn.__doc__ or ""))
+            out.append(f"| [`{name}`](#{name}) | {fields} | {summ} |")
+        out.append("")
     out += [render_one(name, fn) for name, fn in prims]
     return "\n".join(out).rstrip("\n") + "\n"
 
