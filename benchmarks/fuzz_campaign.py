@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import sys
 import time
 import traceback
@@ -70,7 +71,10 @@ def main() -> None:
             if type(e).__name__ in ("UnsatisfiedAssumption", "StopTest", "Frozen"):
                 raise
             prim = log[-1].split("(")[0] if log else "?"
-            key = (prim, type(e).__name__, str(e).split("\n")[0][:160])
+            first = str(e).split("\n")[0]
+            # symbol ids, versions and paths differ between occurrences of one bug
+            first = re.sub(r"_\d+|\bv\d+|\[\d+\]", "", first)[:160]
+            key = (prim, type(e).__name__, first)
             counts[f"{key}"] += 1
             if key not in findings:
                 notes = "\n".join(getattr(e, "__notes__", []))

@@ -21,6 +21,7 @@ quad term, one small term and a constant up to 2, and tensors have ``n + 8`` ele
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -84,7 +85,8 @@ class Scope:
     big: list[str] = field(default_factory=list)  # 0 <= v < n
     small: list[str] = field(default_factory=list)  # 0 <= v < 4
     quad: list[str] = field(default_factory=list)  # 0 <= v < n / 4
-    bufs: list[tuple[str, int]] = field(default_factory=list)  # (name, rank): [4]/[8]/[4, 4]
+    # (name, rank): [4], [8] (named e...), [4, 4]; rank 0: [2] read at constant indices only
+    bufs: list[tuple[str, int]] = field(default_factory=list)
     scalars: list[str] = field(default_factory=list)
     depth: int = 0
     mod4: bool = False  # the proc asserts n % 4 == 0
@@ -151,6 +153,8 @@ def location(draw: st.DrawFn, sc: Scope) -> str:
         return f"z[{draw(small_index(sc))}, {draw(big_index(sc))}]"
     if kind == "buf":
         name, rank = draw(st.sampled_from(sc.bufs))
+        if rank == 0:
+            return f"{name}[{draw(st.integers(0, 1))}]"
         if rank == 2:
             return f"{name}[{draw(small_index(sc))}, {draw(small_index(sc))}]"
         size = 8 if name.startswith("e") else 4
@@ -189,6 +193,8 @@ def cond(draw: st.DrawFn, sc: Scope) -> str:
     opts = ["n > 3", "n < 6", "n % 2 == 0"]
     for v in sc.big + sc.small + sc.quad:
         opts += [f"{v} < 2", f"{v} % 2 == 0", f"{v} >= 1", f"{v} == 0"]
+    # decidable ones, for eliminate_dead_code and simplify
+    opts += [f"{v} < 4" for v in sc.small] + [f"{v} < n" for v in sc.big] + ["n < 0"]
     c = draw(st.sampled_from(opts))
     if draw(st.integers(0, 5)) == 0:
         c = f"{c} and {draw(st.sampled_from(opts))}"
@@ -209,7 +215,8 @@ def loop_header(draw: st.DrawFn, sc: Scope, names: Names) -> tuple[str, Scope]:
         inner.quad.append(v)
         return f"for {v} in seq(0, n / 4):", inner
     inner.big.append(v)
-    bounds = "0, n" if kind == "big" else draw(st.sampled_from(["1, n", "0, n - 1", "2, n"]))
+    more = ["1, n", "0, n - 1", "2, n", "n, n"]  # the last never runs (eliminate_dead_code)
+    bounds = "0, n" if kind == "big" else draw(st.sampled_from(more))
     return f"for {v} in seq({bounds}):", inner
 
 
@@ -222,6 +229,97 @@ def block(draw: st.DrawFn, sc: Scope, names: Names, lo: int = 1, hi: int = 3) ->
     for _ in range(draw(st.integers(lo, hi))):
         out += draw(stmt(sc, names))
     return out
+
+
+@st.composite
+def shaped(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
+    """Shapes that particular primitives look for (most random code never has them)."""
+    pad = "    "
+    kind = draw(
+        st.sampled_from(
+            [
+                "twins",
+                "perfect",
+                "invariant",
+                "double",
+                "fold",
+                "scaled",
+                "dead",
+                "const",
+                "copy",
+                "halves",
+                "reuse",
+            ]
+        )
+    )
+    if kind == "twins":  # two loops with equal bounds: fuse, join_loops
+        head, inner = draw(loop_header(sc, names))
+        v = head.split()[1]
+        second = head.replace(f"for {v} ", f"for {v}b ")
+        body2 = [re.sub(rf"\b{v}\b", f"{v}b", ln) for ln in draw(block(inner, names, 1, 2))]
+        return [head, *_indent(draw(block(inner, names, 1, 2)), pad), second, *_indent(body2, pad)]
+    if kind == "perfect":  # reorder_loops, mult_loops
+        head, inner = draw(loop_header(sc, names))
+        head2, inner2 = draw(loop_header(inner, names))
+        return [head, pad + head2, *_indent(draw(block(inner2, names, 1, 2)), pad * 2)]
+    if kind == "invariant":  # remove_loop, lift of invariant code
+        head, _ = draw(loop_header(sc, names))
+        return [head, pad + draw(write(sc))[0]]
+    if kind == "double":  # merge_writes
+        place = draw(location(sc))
+        op = draw(st.sampled_from(["=", "+="]))
+        return [f"{place} {op} {draw(data_expr(sc))}", f"{place} = {draw(data_expr(sc))}"]
+    if kind == "fold":  # fold_into_reduce
+        place = draw(location(sc))
+        return [f"{place} = {place} + {draw(data_expr(sc))}"]
+    if kind == "scaled":  # lift_reduce_constant
+        acc, v = names.fresh("acc"), names.fresh("i")
+        sc.scalars.append(acc)
+        return [
+            f"{acc}: f32 @ DRAM",
+            f"{acc} = 0.0",
+            f"for {v} in seq(0, n):",
+            f"{pad}{acc} += 2.0 * {draw(st.sampled_from(['x', 'y']))}[{v}]",
+        ]
+    if kind == "halves":  # join_loops: the same body over [0, 2) and [2, n)
+        v = names.fresh("i")
+        inner = sc.child()
+        inner.big.append(v)
+        body = draw(block(inner, names, 1, 2))
+        w = f"{v}b"
+        body2 = [re.sub(rf"\b{v}\b", w, ln) for ln in body]
+        return [
+            f"for {v} in seq(0, 2):",
+            *_indent(body, pad),
+            f"for {w} in seq(2, n):",
+            *_indent(body2, pad),
+        ]
+    if kind == "reuse":  # reuse_buffer: two same-typed buffers, the first dead before the second
+        t1, t2, a, b = names.fresh("t"), names.fresh("t"), names.fresh("a"), names.fresh("b")
+        return [
+            f"{t1}: f32[4] @ DRAM",
+            f"for {a} in seq(0, 4):",
+            f"{pad}{t1}[{a}] = {draw(data_expr(sc))}",
+            f"x[0] = {t1}[1]",
+            f"{t2}: f32[4] @ DRAM",
+            f"for {b} in seq(0, 4):",
+            f"{pad}{t2}[{b}] = {draw(data_expr(sc))}",
+            f"y[0] = {t2}[2] + {t2}[0]",
+        ]
+    if kind == "dead":  # delete_buffer, reuse_buffer
+        return [f"{names.fresh('t')}: f32[4] @ DRAM"]
+    if kind == "const":  # unroll_buffer: constant indices only
+        name = names.fresh("c")
+        sc.bufs.append((name, 0))
+        return [
+            f"{name}: f32[2] @ DRAM",
+            f"{name}[0] = {draw(data_expr(sc))}",
+            f"{name}[1] = {draw(data_expr(sc))}",
+        ]
+    # copy loops for vload4a, at an aligned (4 * q) or any offset (Exo issue 758's shape)
+    q = names.fresh("q")
+    base = f"4 * {sc.quad[0]}" if len(sc.quad) > 0 and draw(st.booleans()) else draw(big_index(sc))
+    return [f"for {q} in seq(0, 4):", f"{pad}x[{base} + {q}] = y[{base} + {q}]"]
 
 
 @st.composite
@@ -240,13 +338,15 @@ def loop_nest(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
 @st.composite
 def stmt(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
     """One statement (or a short group: an allocation with its initialisation)."""
-    kinds = ["write", "write", "write", "alloc", "scalar", "window", "call"]
+    kinds = ["write", "write", "write", "alloc", "scalar", "window", "call", "shape"]
     if sc.depth < 3:
         kinds += ["loop", "loop", "loop", "if", "if"]
     kind = draw(st.sampled_from(kinds))
     pad = "    "
     if kind == "write":
         return draw(write(sc))
+    if kind == "shape":
+        return draw(shaped(sc, names))
     if kind == "loop":
         return draw(loop_nest(sc, names))
     if kind == "if":

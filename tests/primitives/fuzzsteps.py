@@ -175,7 +175,7 @@ def _fission(f: Any, p: Proc, data: st.DataObject) -> Any:
     inside = [s for s in stmts(p) if isinstance(s.parent(), ForCursor | IfCursor)]
     s = pick(data, inside)
     gap = s.after() if data.draw(st.booleans()) else s.before()
-    return f(p, gap, n_lifts=data.draw(st.integers(1, 3)))
+    return f(p, gap, n_lifts=data.draw(st.sampled_from([1, 1, 1, 2, 3])))
 
 
 def _pair(p: Proc, kinds: tuple[type, ...], data: st.DataObject) -> tuple[Any, Any]:
@@ -205,6 +205,11 @@ def _mult(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 def _scope_stmt(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, pick(data, of(p, ForCursor, IfCursor)))
+
+
+def _lift_scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    nested = [s for s in of(p, ForCursor, IfCursor) if isinstance(s.parent(), ForCursor | IfCursor)]
+    return f(p, pick(data, nested))
 
 
 def _add_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
@@ -247,16 +252,19 @@ def _stage_mem(f: Any, p: Proc, data: st.DataObject) -> Any:
     found = accesses(b.stmts())
     name, idx = pick(data, found)
     parts = []
-    for i in idx:
-        how = data.draw(st.integers(0, 2))
+    shape = p.find_alloc_or_arg(name).shape()  # type: ignore[attr-defined]
+    for i, size in zip(idx, shape, strict=True):
+        how = data.draw(st.integers(0, 3))
         if how == 0:
             parts.append(i)
+        elif how == 3:  # the whole dimension
+            parts.append(f"0:{print_expr(size)}")
         else:
             c, w = data.draw(st.integers(0, 1)), data.draw(st.integers(1, 4))
             lo = f"{i} - {c}" if c else i
             parts.append(f"{lo}:{lo} + {w}")
     window = f"{name}[{', '.join(parts)}]"
-    return f(p, b, window, "stg", accum=data.draw(st.booleans()))
+    return f(p, b, window, "stg", accum=data.draw(st.integers(0, 3)) == 0)
 
 
 def _lift_alloc(f: Any, p: Proc, data: st.DataObject) -> Any:
@@ -337,8 +345,15 @@ def _extract_subproc(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _replace(f: Any, p: Proc, data: st.DataObject) -> Any:
-    instr = HELPERS[data.draw(st.sampled_from(["vadd4", "vload4a"]))]
-    return f(p, pick(data, of(p, ForCursor)).as_block(), instr)
+    name = data.draw(st.sampled_from(["vadd4", "vload4a"]))
+    pattern = "for _ in seq(0, 4): _ += _" if name == "vadd4" else "for _ in seq(0, 4): _ = _"
+    try:
+        found = p.find_all(pattern)
+    except cursched.PatternError:
+        found = []
+    if data.draw(st.integers(0, 3)) == 0:  # now and then anything (must be refused)
+        found = of(p, ForCursor)
+    return f(p, pick(data, found).as_block(), HELPERS[name])
 
 
 def _variants(name: str) -> list[Proc]:
@@ -389,8 +404,20 @@ def _reassociate(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _rewrite_expr(f: Any, p: Proc, data: st.DataObject) -> Any:
-    e = pick(data, data_exprs(p))
-    new = data.draw(st.sampled_from(["{e} + 0.0", "{e} * 1.0", "{e} + 1.0", "0.0"]))
+    if data.draw(st.booleans()):
+        e = pick(data, data_exprs(p))
+        new = data.draw(st.sampled_from(["{e} + 0.0", "{e} * 1.0", "{e} + 1.0", "0.0", "{e}"]))
+    else:
+        control = [
+            e
+            for s in of(p, AssignCursor, ReduceCursor, IfCursor, ForCursor)
+            for e in exprs_below(s)
+            if str(e.type()).startswith(("size", "index", "int"))
+        ]
+        e = pick(data, control)
+        new = data.draw(
+            st.sampled_from(["0 + {e}", "{e} + 1", "({e}) * 2 - ({e})", "2 * ({e}) / 2", "{e} % 4"])
+        )
     return f(p, e, new.format(e=print_expr(e.node())))
 
 
@@ -399,18 +426,48 @@ def _block_of_two(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _lift_reduce_constant(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, _two(p, data))
+    fit = [s.expand(0, 1) for s in of(p, AssignCursor) if isinstance(s.next(), ForCursor)]
+    return f(
+        p, pick(data, fit if len(fit) > 0 and data.draw(st.integers(0, 3)) > 0 else _all_twos(p))
+    )
+
+
+def _all_twos(p: Proc) -> list[BlockCursor]:
+    return [s.expand(0, 1) for s in stmts(p) if s.next()]
+
+
+def _merge_writes(f: Any, p: Proc, data: st.DataObject) -> Any:
+    w = (AssignCursor, ReduceCursor)
+    fit = [s.expand(0, 1) for s in of(p, *w) if isinstance(s.next(), w)]
+    return f(
+        p, pick(data, fit if len(fit) > 0 and data.draw(st.integers(0, 3)) > 0 else _all_twos(p))
+    )
+
+
+def _fold_into_reduce(f: Any, p: Proc, data: st.DataObject) -> Any:
+    def folds(s: AssignCursor) -> bool:
+        return print_expr(s.rhs().node()).startswith(s.name())
+
+    fit = [s for s in of(p, AssignCursor) if folds(s)]
+    return f(
+        p,
+        pick(
+            data, fit if len(fit) > 0 and data.draw(st.integers(0, 3)) > 0 else of(p, AssignCursor)
+        ),
+    )
 
 
 def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
-    pairs = []
+    pairs, same = [], []
     for s in of(p, ForCursor):
         t = s.next()
         while t:
             if isinstance(t, ForCursor):
                 pairs.append((s, t))
+                if print_expr(s.loop().hi) == print_expr(t.loop().hi):
+                    same.append((s, t))
             t = t.next()
-    return f(p, *pick(data, pairs))
+    return f(p, *pick(data, same if len(same) > 0 and data.draw(st.integers(0, 3)) > 0 else pairs))
 
 
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
@@ -423,7 +480,7 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "shift_loop": _shift,
     "join_loops": _join,
     "mult_loops": _mult,
-    "lift_scope": _scope_stmt,
+    "lift_scope": _lift_scope,
     "remove_loop": _one_loop,
     "add_loop": _add_loop,
     "specialize": _specialize,
@@ -458,9 +515,9 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "rewrite_expr": _rewrite_expr,
     "commute_expr": _commute,
     "left_reassociate_expr": _reassociate,
-    "merge_writes": _block_of_two,
+    "merge_writes": _merge_writes,
     "split_write": _write_stmt,
-    "fold_into_reduce": _assign_stmt,
+    "fold_into_reduce": _fold_into_reduce,
     "lift_reduce_constant": _lift_reduce_constant,
     "scan_fuse": _scan_fuse,
 }

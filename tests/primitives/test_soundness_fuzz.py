@@ -6,7 +6,7 @@ Property (issues 6 and 7, "zero unsound acceptances"): each step either raises a
 1. passes ``verify_proc``;
 2. returns cursors that all point into the new proc and resolve there;
 3. is equivalent to the ORIGINAL proc under the interpreter (``assert_equivalent``, a few
-   trials at small sizes);
+   trials at small sizes), also with every ``par`` loop run backwards (races show up);
 4. has a ``history()`` that replays to the same proc.
 
 Any other exception is a crash, hence a finding too. Procs come from ``fuzzgen`` (loop
@@ -38,6 +38,9 @@ from cursched.cursors import BlockCursor, Cursor, GapCursor, make_cursor
 from cursched.errors import BoundsError
 from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
+from cursched.ir.nodes import BinOp, Const, For, Read, Stmt
+from cursched.ir.traversal import map_stmt_children, subst_stmt, walk_stmts
+from cursched.ir.types import INDEX
 from cursched.ir.verify import verify_proc
 from cursched.testing import assert_equivalent
 from tests.primitives.fuzzgen import ENV, HELPERS, proc_text
@@ -68,6 +71,30 @@ def check_cursors(new: Proc, cursors: Any) -> None:
                 assert len(c.stmts()) == c.block().hi - c.block().lo
             elif isinstance(c, GapCursor):
                 c.anchor()
+
+
+def _reverse_par(s: Stmt) -> Stmt:
+    s = map_stmt_children(s, _reverse_par, lambda e: e)
+    if isinstance(s, For) and s.mode == "par":
+        one = Const(1, INDEX)
+        i = Read(s.iter, (), INDEX)
+        rev = BinOp("-", BinOp("+", s.lo, s.hi, INDEX), BinOp("+", i, one, INDEX), INDEX)
+        return s.replace(body=tuple(subst_stmt(b, {s.iter: rev}) for b in s.body))
+    return s
+
+
+def check_par_loops(original: Proc, new: Proc) -> None:
+    """The interpreter runs ``par`` loops in order, which hides races: the proc with every
+    ``par`` loop run backwards must be equivalent too.
+    """
+    ir = new.ir()
+    if not any(isinstance(s, For) and s.mode == "par" for s in walk_stmts(ir.body)):
+        return
+    backwards = ir.replace(body=tuple(_reverse_par(s) for s in ir.body))
+    try:
+        assert_equivalent(original.ir(), backwards, trials=2)
+    except AssertionError as e:
+        raise AssertionError(f"a par loop depends on its order: {e}") from e
 
 
 def check_history(original: Proc, new: Proc) -> None:
@@ -122,6 +149,7 @@ def run_schedule(text: str, data: st.DataObject, log: list[str]) -> None:
             verify_proc(new.ir())
             check_cursors(new, cursors)
             assert_equivalent(original, new, trials=3)
+            check_par_loops(original, new)
             replayable = replayable and name != "call_eqv"  # derived callees are not in env
             if replayable:
                 check_history(original, new)
