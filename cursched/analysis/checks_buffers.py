@@ -29,6 +29,7 @@ from cursched.analysis.effects import Access
 from cursched.ir.symbols import Sym
 
 Region: TypeAlias = tuple[tuple[af.Aff, af.Aff | None], ...]
+Limits: TypeAlias = tuple[af.Aff | None, ...] | None
 
 
 class NotCoveredError(SafetyError):
@@ -85,27 +86,28 @@ def region_of(a: Access) -> Region | None:
     return tuple(out)
 
 
-def cover_goal(a: Access, region: Region) -> af.Prop | None:
+def cover_goal(a: Access, region: Region, limits: Limits = None) -> af.Prop | None:
     """A quantifier-free fact that implies "``a`` writes every element of ``region``"
-    (None when ``a`` is not of the shape this module can reason about)."""
+    (None when ``a`` is not of the shape this module can reason about).
+
+    With ``limits`` (the buffer's shape, one size per dimension), only the elements of the
+    region inside ``0 <= i < size`` need to be written.
+    """
     if a.conds or a.kind == "read":
         return None
     box = region_of(a)
     if box is None or len(box) != len(region):
         return None
     goals: list[af.Prop] = []
-    for (blo, bhi), (rlo, rhi) in zip(box, region, strict=True):
+    lims = limits if limits is not None else (None,) * len(region)
+    for (blo, bhi), (rlo, rhi), limit in zip(box, region, lims, strict=True):
         if rhi is None:
             if bhi is None:
                 goals.append(af.Eq(blo - rlo))
             else:
                 goals.append(af.And((af.le(blo, rlo), af.lt(rlo, bhi))))
-        elif bhi is None:
-            # a single index covers a range only when the range has at most that element
-            one = af.And((af.Eq(blo - rlo), af.le(rhi, rlo + 1)))
-            goals.append(af.Or((af.le(rhi, rlo), one)))
         else:
-            goals.append(af.Or((af.le(rhi, rlo), af.And((af.le(blo, rlo), af.le(rhi, bhi))))))
+            goals.append(_range_goal(blo, bhi, rlo, rhi, limit))
     # a loop whose variable no index uses must still run at least once
     for lp in a.loops:
         if not any(lp.iter is v for v in _used_loop_vars(a)):
@@ -117,6 +119,24 @@ def cover_goal(a: Access, region: Region) -> af.Prop | None:
     return af.And(tuple(goals))
 
 
+def _range_goal(
+    blo: af.Aff, bhi: af.Aff | None, rlo: af.Aff, rhi: af.Aff, limit: af.Aff | None
+) -> af.Prop:
+    """The box side ``[blo, bhi)`` (one index when ``bhi`` is None) holds the part of
+    ``[rlo, rhi)`` inside ``[0, limit)``."""
+    lo_ok = [af.le(blo, rlo)]
+    hi_ok = [af.le(rhi, bhi if bhi is not None else blo + 1)]
+    empty = [af.le(rhi, rlo)]
+    if limit is not None:
+        lo_ok.append(af.le(blo, af.Aff.num(0)))
+        hi_ok.append(af.le(limit, bhi if bhi is not None else blo + 1))
+        empty += [af.le(limit, rlo), af.le(rhi, af.Aff.num(0))]
+    if bhi is None:
+        # a single index covers a range only when the range has at most that element
+        lo_ok = [af.And((x, af.le(rlo, blo))) for x in lo_ok]
+    return af.Or((*empty, af.And((af.Or(tuple(lo_ok)), af.Or(tuple(hi_ok))))))
+
+
 def _used_loop_vars(a: Access) -> set[Sym]:
     out: set[Sym] = set()
     for i in a.idx:
@@ -126,17 +146,24 @@ def _used_loop_vars(a: Access) -> set[Sym]:
     return out & _loop_syms(a)
 
 
-def covered(writes: Sequence[Access], region: Region, context: Sequence[af.Prop]) -> bool:
-    """Whether one of ``writes`` provably writes every element of ``region``."""
+def covered(
+    writes: Sequence[Access], region: Region, context: Sequence[af.Prop], limits: Limits = None
+) -> bool:
+    """Whether one of ``writes`` provably writes every element of ``region`` (inside
+    ``limits``, see ``cover_goal``)."""
     for a in writes:
-        goal = cover_goal(a, region)
+        goal = cover_goal(a, region, limits)
         if goal is not None and smt.valid(goal, context).ok:
             return True
     return False
 
 
 def uncovered_point(
-    writes: Sequence[Access], region: Region, context: Sequence[af.Prop], name: str
+    writes: Sequence[Access],
+    region: Region,
+    context: Sequence[af.Prop],
+    name: str,
+    limits: Limits = None,
 ) -> smt.Model | None:
     """Values of the context and an index of ``region`` that no write in ``writes`` touches
     (None when there is none, or when a write is not a box and so could touch any index).
@@ -151,6 +178,9 @@ def uncovered_point(
     props: list[af.Prop] = list(context)
     for w, (lo, hi) in zip(point, region, strict=True):
         props.append(af.Eq(w - lo) if hi is None else af.And((af.le(lo, w), af.lt(w, hi))))
+    for w, limit in zip(point, limits or (), strict=False):
+        if limit is not None:
+            props.append(af.And((af.le(af.Aff.num(0), w), af.lt(w, limit))))
     for box in boxes:
         assert box is not None
         inside: list[af.Prop] = []

@@ -30,9 +30,11 @@ from cursched.ir.memory import DRAM, Memory
 from cursched.ir.nodes import (
     Alloc,
     Assign,
+    BinOp,
     Const,
     Expr,
     For,
+    If,
     Interval,
     Node,
     Point,
@@ -45,7 +47,7 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_exprs
-from cursched.ir.types import INDEX, DataType, TensorType
+from cursched.ir.types import BOOL, INDEX, DataType, TensorType
 from cursched.primitives.buffer_common import (
     UseNode,
     fresh_name,
@@ -90,11 +92,11 @@ class StageNoAccessError(SchedulingError):
 
 
 class StageOutsideWindowError(SchedulingError):
-    """stage_mem, precondition 6: an access of the block leaves the window."""
+    """stage_mem, precondition 7: an access of the block leaves the window."""
 
 
 class StageWindowBoundsError(SchedulingError):
-    """stage_mem, precondition 7: the window is empty-negative or leaves the buffer's bounds."""
+    """stage_mem, precondition 6: a window range ``lo:hi`` may have ``hi < lo``."""
 
 
 class StageAccumError(SchedulingError):
@@ -178,7 +180,7 @@ def stage_mem(
         accum: stage a reduction: zero-initialise the new buffer, reduce into it, then add it
             back (``A[...] += name[...]``); like Exo, this reassociates the sums.
         memory: the new buffer's memory (default ``DRAM``).
-        unsafe_skip_checks: skip the proofs of preconditions 6, 7 and 9.
+        unsafe_skip_checks: skip the proofs of preconditions 6, 7, 9 and 10.
 
     Returns:
         The new proc and ``StageMemCursors``:
@@ -194,14 +196,17 @@ def stage_mem(
            (``StageAliasError``: no earlier window aliasing it, no whole-buffer call argument,
            no ``stride``).
         5. the block accesses the buffer (``StageNoAccessError``).
-        6. every access of the block to the buffer lies inside the window, proven
+        6. every range ``lo:hi`` of the window has ``lo <= hi`` (``StageWindowBoundsError``,
+           with a counterexample). A window that may leave the buffer's bounds is fine, as in
+           Exo: the load and store get guards keeping their accesses in bounds (the block's
+           own accesses are in bounds already).
+        7. every access of the block to the buffer lies inside the window, proven
            (``StageOutsideWindowError``, with a counterexample).
-        7. the window is inside the buffer's bounds (``StageWindowBoundsError``, with a
-           counterexample).
         8. with ``accum=True``, the block only reduces into the buffer (``StageAccumError``).
-        9. a block that writes the buffer without reading it provably writes the whole window,
-           since the store copies all of it back (``StagePartialWriteError``, with an index
-           no write touches when every write is a box).
+        9. a block that writes the buffer without reading it provably writes the whole window
+           (the part inside the buffer), since the store copies all of it back
+           (``StagePartialWriteError``, with an index no write touches when every write is a
+           box).
         10. every enclosing ``par`` loop stays parallel with the stages added, proven by
             ``check_parallel`` (``StageParallelError``, with a counterexample).
 
@@ -318,23 +323,18 @@ def stage_mem(
     store = bool(kinds & {"write", "reduce"})
 
     if not unsafe_skip_checks:
-        # 6. inside the window
+        # 6. window extents
+        try:
+            for w in coords:
+                if isinstance(w, Interval):
+                    check_le(ir, first, w.lo, w.hi, primitive=NAME)
+        except NotBoundedError as e:
+            raise safety(StageWindowBoundsError, NAME, e, block) from e
+        # 7. inside the window
         try:
             check_in_window(ir, loc.stmt_paths(), buf, wexpr, primitive=NAME)
         except OutsideWindowError as e:
             raise safety(StageOutsideWindowError, NAME, e, block) from e
-        # 7. window in bounds
-        try:
-            for w, n in zip(coords, btype.shape, strict=True):
-                if isinstance(w, Interval):
-                    check_le(ir, first, int_const(0), w.lo, primitive=NAME)
-                    check_le(ir, first, w.lo, w.hi, primitive=NAME)
-                    check_le(ir, first, w.hi, n, primitive=NAME)
-                else:
-                    check_le(ir, first, int_const(0), w.pt, primitive=NAME)
-                    check_le(ir, first, w.pt, n, strict=True, primitive=NAME)
-        except NotBoundedError as e:
-            raise safety(StageWindowBoundsError, NAME, e, block) from e
         # 9. a write-only block must fill the window
         if store and not load and not accum:
             region: Region = tuple(
@@ -344,8 +344,10 @@ def stage_mem(
                 for w in coords
             )
             writes = [a for a in effects if a.kind == "write"]
-            if not covered(writes, region, ctx.props()):
-                model = uncovered_point(writes, region, ctx.props(), buf.name)
+            # only the part of the window inside the buffer is stored back (guards)
+            limits = tuple(af.to_aff(n) for n in btype.shape)
+            if not covered(writes, region, ctx.props(), limits):
+                model = uncovered_point(writes, region, ctx.props(), buf.name, limits)
                 why = NotCoveredError(
                     f"the block writes {buf.name} without reading it but does not provably "
                     f"write all of {_text(wexpr)}; the store would overwrite the rest with "
@@ -395,10 +397,23 @@ def stage_mem(
             small.append(v)
         bidx = tuple(c.pt for c in big if isinstance(c, Point))
         body: Stmt = make(bidx, tuple(small))
+        if guard:
+            body = If(_in_bounds(bidx, btype.shape, guard), (body,), ())
         for k, it in reversed(list(zip(keep, iters, strict=True))):
             body = For(it, int_const(0), extents[keep.index(k)], (body,))
         return body
 
+    # which sides of which dimensions the load and store must guard (not proven in bounds)
+    guard: dict[int, tuple[bool, bool]] = {}
+    for d, (w, n) in enumerate(zip(coords, btype.shape, strict=True)):
+        start = w.lo if isinstance(w, Interval) else w.pt
+        low = not _proven(ir, first, int_const(0), start, False)
+        if isinstance(w, Interval):
+            high = not _proven(ir, first, w.hi, n, False)
+        else:
+            high = not _proven(ir, first, start, n, True)
+        if low or high:
+            guard[d] = (low, high)
     zero = Const(0.0 if elem.is_float() else 0, elem)
     new: list[Stmt] = [alloc]
     if load:
@@ -437,6 +452,30 @@ def stage_mem(
         if store
         else NoLoc("no store: the block does not write the buffer"),
     )
+
+
+def _proven(ir: Any, path: Any, lo: Expr, hi: Expr, strict: bool) -> bool:
+    try:
+        check_le(ir, path, lo, hi, strict=strict, primitive=NAME)
+    except NotBoundedError:
+        return False
+    return True
+
+
+def _in_bounds(
+    idx: tuple[Expr, ...], shape: tuple[Expr, ...], guard: dict[int, tuple[bool, bool]]
+) -> Expr:
+    """``0 <= idx[d] and idx[d] < shape[d]`` for the guarded sides, joined by ``and``."""
+    conds: list[Expr] = []
+    for d, (low, high) in sorted(guard.items()):
+        if low:
+            conds.append(BinOp("<=", int_const(0), idx[d], BOOL))
+        if high:
+            conds.append(BinOp("<", idx[d], shape[d], BOOL))
+    out = conds[0]
+    for c in conds[1:]:
+        out = BinOp("and", out, c, BOOL)
+    return out
 
 
 def _text(e: Expr) -> str:

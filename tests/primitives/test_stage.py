@@ -110,6 +110,14 @@ def calls(n: size, x: f32[4 * n] @ DRAM, y: f32[4 * n] @ DRAM):
 
 
 @proc
+def tail(n: size, x: f32[n] @ DRAM):
+    for io in seq(0, (n + 3) / 4):
+        for ii in seq(0, 4):
+            if 4 * io + ii < n:
+                x[4 * io + ii] = x[4 * io + ii] * 2.0
+
+
+@proc
 def par_rows(n: size, x: f32[n] @ DRAM):
     for i in par(0, n):
         x[i] = x[i] * 2.0
@@ -245,10 +253,33 @@ def test_stage_mem_access_outside_window_has_counterexample() -> None:
     assert "counterexample" in str(e.value) and "ii = 3" in str(e.value)
 
 
-def test_stage_mem_window_out_of_bounds() -> None:
+def test_stage_mem_negative_window_extent() -> None:
     with pytest.raises(StageWindowBoundsError) as e:
-        stage_mem(copy, "for i in _: _", "x[0:n + 1]", "xs")
-    assert "counterexample" in str(e.value)
+        stage_mem(copy, "for i in _: _", "x[2:n]", "xs")
+    assert "counterexample: n = 1" in str(e.value)
+
+
+def test_stage_mem_window_leaving_the_buffer_gets_guards(golden) -> None:  # type: ignore[no-untyped-def]
+    # as in Exo (its PR 527): a window rounded up past the end is loaded and stored guarded
+    p, c = stage_mem(tail, "for ii in _: _", "x[4 * io:4 * io + 4]", "t")
+    golden.check(p)
+    assert "if 4 * io + i0 < n:" in str(p)
+    assert c.load and c.store
+    assert_equivalent(tail, p, trials=4)
+    f = p.compile()
+    for n in (1, 6, 8):
+        a = np.arange(n, dtype=np.float32)
+        b = a.copy()
+        f(n, a)
+        tail.interpret(n, b)
+        np.testing.assert_array_equal(a, b)
+
+
+def test_stage_mem_write_only_window_past_the_end() -> None:
+    # the writes fill the part of the window inside x; the guarded store writes back only that
+    p, c = stage_mem(copy, "for i in _: _", "y[0:n + 3]", "ys")
+    assert not c.load and "if i0 < n:" in str(p)
+    assert_equivalent(copy, p, trials=3)
 
 
 def test_stage_mem_accum_needs_pure_reduction() -> None:
@@ -381,3 +412,9 @@ def test_stage_mem_block_of_two_statements_forwards() -> None:
     assert str(c.load.node()).startswith("Assign")  # a point window: scalar load, no loop
     assert "xs = x[i]" in str(p) and "x[i] = xs" in str(p)
     assert_equivalent(pair_stmts, p, trials=3)
+
+
+def test_stage_mem_guards_both_ends() -> None:
+    p, _ = stage_mem(copy, "y[_] = _", "x[i - 1:i + 2]", "xs")
+    assert "if 0 <= i + i0 - 1 and i + i0 - 1 < n:" in str(p)
+    assert_equivalent(copy, p, trials=3)
