@@ -77,7 +77,8 @@ class ScanFuseCursors(PrimCursors):
         first_updates: the statements of the first loop that update the running value.
         second_updates: the accumulations whose terms read the running value.
         guards: the ``select`` expressions that keep infinities from making NaN: the
-            correction's, then the guarded running value inside each term.
+            correction's, then (for a ``fmax``/``fmin`` running value) the guarded running
+            value inside each term.
     """
 
     fused: ForCursor
@@ -121,12 +122,12 @@ def _correction(a: ScanAnalysis, prev: Sym, t: DataType) -> Expr:
 
 
 def _safe_running(a: ScanAnalysis, t: DataType) -> Expr:
-    """The running value as the terms read it: the infinity it starts from (``-inf`` for a
-    growing value, ``inf`` for a shrinking one; by the rate's sign otherwise), which would
-    make a term NaN (``exp(-inf - -inf)``), is replaced by 0.0. While the running value is
-    that infinity every value so far is too, and their terms are 0 as they should be."""
+    """The running value as the terms read it, for a ``fmax`` (``fmin``) running value: the
+    ``-inf`` (``inf``) it may start from, which would make a term NaN (``exp(-inf - -inf)``),
+    is replaced by 0.0. While the running value is that infinity every value so far is too,
+    and their terms are 0, as the first finite correction makes them anyway."""
     m = a.running_read()
-    if (a.direction or (1 if a.rate.c > 0 else -1)) > 0:
+    if a.direction > 0:
         return Extern("select", (_const(float("-inf"), t), m, m, _const(0.0, t)), t)
     return Extern("select", (m, _const(float("inf"), t), m, _const(0.0, t)), t)
 
@@ -185,7 +186,7 @@ def scan_fuse(
         ``rescales``: one rescaling statement (or loop nest) per accumulator;
         ``first_updates``: the statements updating the running value;
         ``second_updates``: the accumulations that read the running value;
-        ``guards``: the correction's ``select`` and each term's guarded running value.
+        ``guards``: the correction's ``select`` and, for ``fmax``/``fmin``, each term's guard.
 
     Preconditions:
         1. both loops are in the same block, ``first_loop`` before ``second_loop``
@@ -197,8 +198,11 @@ def scan_fuse(
            one index free of its loop variables; local allocations allowed), and reads nothing
            the second loop writes (``ScanFirstLoopError``).
         5. the second loop reads the running value only inside the terms of accumulations, each
-           term rescalable (rule table, then SMT), all at one rate, and does not write it
-           (``NotRescalableError``, with a counterexample where SMT found one).
+           term rescalable (rule table, then SMT), all at one rate, and does not write it;
+           the rate makes the corrections shrink as the running value moves away from where
+           it starts (a positive rate for ``fmax`` or a start at ``-inf``, a negative one for
+           ``fmin`` or ``inf``), so that no correction is infinite (``NotRescalableError``,
+           with a counterexample where SMT found one).
         6. each accumulator is written only by its own ``+=`` (``AccumulatorWritesError``),
         7. starts from zero: the last statement writing it before the loops is ``s = 0.0``
            or a loop nest zeroing every element the loop accumulates
@@ -261,8 +265,10 @@ def scan_fuse(
     factor_rhs = _correction(a, prev, t)
     factor = (Alloc(alpha, t, DRAM), Assign(alpha, (), factor_rhs))
     rescales = tuple(_rescale(u, alpha, t) for u in a.updates)
-    safe = _safe_running(a, t)
-    body2, rebuilt = map_running(l2.body, a, safe)
+    # a running value that is no fmax/fmin gets no guard in the terms: infinities there are
+    # read as they are, as in the unfused loops
+    safe = _safe_running(a, t) if a.direction else a.running_read()
+    body2, rebuilt = map_running(l2.body, a, safe) if a.direction else (l2.body, [])
     new_body = (*saved, *body1, *factor, *rescales, *body2)
     fused = l2.replace(body=new_body, mode="seq")
 
@@ -291,7 +297,9 @@ def scan_fuse(
     for u in a.updates:
         sp = in_fused(at2, u.rel)
         second.append(NodeLoc(sp))
-        guards += [(*sp, ("rhs", -1), *g) for g in expr_paths(ed.ir, (*sp, ("rhs", -1)), safe)]
+        if a.direction:
+            rhs = (*sp, ("rhs", -1))
+            guards += [(*rhs, *g) for g in expr_paths(ed.ir, rhs, safe)]
     return ed.done(
         ScanFuseCursors,
         fused=NodeLoc(fp),

@@ -218,6 +218,8 @@ def _is_window(ir: ProcDef, sym: Sym) -> bool:
 
 
 def _direction(updates: list[Assign], is_m: object) -> int:
+    """+1 when every update is ``m = fmax(m, _)`` (or ``fmaxf``, either order), -1 for
+    ``fmin``, else 0."""
     dirs = set()
     for u in updates:
         rhs = u.rhs
@@ -374,7 +376,30 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
         u = Update(Assign(acc, s.idx, s.rhs), tuple(used), rel, _data_type(ir, acc) or dtype)
         _check_init(ir, c1, c2, u, name)
         updates.append(u)
-    return ScanAnalysis(m, m_idx, dtype, rate, _direction(ups, is_m), tuple(rels), tuple(updates))
+    direction = _direction(ups, is_m)
+    start = direction or _start(ir, c1, m, m_idx)
+    if start * rate.c < 0:
+        where = {1: "grows from -inf", -1: "shrinks from inf"}[start]
+        msg = f"the running value `{m}` {where}, so the correction for terms of rate "
+        msg += f"{rate.c} would grow without bound (an infinite first correction times 0)"
+        raise resc_fail(msg)
+    return ScanAnalysis(m, m_idx, dtype, rate, direction, tuple(rels), tuple(updates))
+
+
+def _start(ir: ProcDef, c1: ForCursor, m: Sym, idx: tuple[Expr, ...]) -> int:
+    """+1 when the running value is last set to ``-inf`` before the first loop, -1 for
+    ``inf``, else 0."""
+    p1 = c1.path()
+    block = stmt_list(ir, p1[:-1], p1[-1][0])
+    for s in reversed(block[: p1[-1][1]]):
+        if m not in _written((s,)):
+            continue
+        if isinstance(s, Assign) and s.idx == idx and isinstance(s.rhs, Const):
+            v = s.rhs.value
+            if isinstance(v, float) and v in (float("inf"), float("-inf")):
+                return 1 if v < 0 else -1
+        return 0
+    return 0
 
 
 def _check_init(ir: ProcDef, c1: ForCursor, c2: ForCursor, u: Update, name: str) -> None:

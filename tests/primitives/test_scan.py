@@ -156,8 +156,9 @@ def test_other_rates_directions_and_smt() -> None:
     q, c2 = scan_fuse(prefix_weighted, *_loops(prefix_weighted))
     text = str(q)
     assert "exp2(m_prev - m)" not in text and "exp2(acc_prev - acc)" in text
-    assert text.count("select(") == 3  # nested correction guard + the term's guard
-    assert len(c2.guards) == 2 and str(c2.saved[1].node().sym) == "acc_prev"
+    assert text.count("select(") == 2  # the nested correction guard; no term guard
+    assert "s += exp2(x[i] - acc)" in text
+    assert len(c2.guards) == 1 and str(c2.saved[1].node().sym) == "acc_prev"
     assert_equivalent(prefix_weighted, q, rtol=1e-4, atol=1e-5)
 
 
@@ -271,6 +272,10 @@ def p(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, r: f32[1] @ DRAM):
 {extra}
     r[0] = s
 """
+    return _parse(src)
+
+
+def _parse(src: str) -> object:
     from cursched.frontend import parse_source
     from cursched.proc import Proc
 
@@ -437,6 +442,30 @@ def two_rates(n: size, x: f32[n] @ DRAM, r: f32[2] @ DRAM):
         t += exp(2.0 * (x[i] - m))
     r[0] = s
     r[1] = t
+
+
+def test_correction_must_not_overflow() -> None:
+    # a growing max with terms that grow with it: the first correction exp(m - m_prev) is
+    # exp(inf), times the empty sum: NaN; refused (with fmax, and with an assignment from -inf)
+    p = _two("exp(m - x[i])")
+    with pytest.raises(NotRescalableError, match="grows from -inf"):
+        scan_fuse(p, *_loops(p))  # type: ignore[arg-type]
+    q = _parse(
+        """
+def q(n: size, x: f32[n] @ DRAM, r: f32[1] @ DRAM):
+    m: f32
+    m = -inf
+    for i in seq(0, n):
+        m = x[i]
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += exp(2.0 * (m - x[i]))
+    r[0] = s
+"""
+    )
+    with pytest.raises(NotRescalableError, match="rate -2 would grow without bound"):
+        scan_fuse(q, *_loops(q))
 
 
 def test_one_rate_for_all_accumulators() -> None:
