@@ -16,6 +16,7 @@ from cursched.analysis.context import PathContext, context_of
 from cursched.analysis.effects import Access, block_effects
 from cursched.cursors import AllocCursor, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
+from cursched.cursors.locs import format_path
 from cursched.cursors.tree import stmt_list
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import For, If, Pass, Scope, Stmt
@@ -328,7 +329,9 @@ def delete_buffer(proc: Proc, buf: Buffer) -> Rewrite[DeleteBufferCursors]:
     stmts, paths = scope_stmts(ir, scope)
     used = uses_of(stmts[1:], paths[1:], buf.alloc().sym)
     if used:
-        raise fail(DeleteBufferUsedError, name, f"{buf.name()} is used at {used[0].path}", buf)
+        raise fail(
+            DeleteBufferUsedError, name, f"{buf.name()} is used at {format_path(used[0].path)}", buf
+        )
     ed = Editor(ir)
     block = buf.as_block().block()
     if scope.hi - scope.lo == 1 and scope.lo == 0:

@@ -10,6 +10,7 @@ import dataclasses
 
 from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
+from cursched.cursors.locs import format_path
 from cursched.errors import SchedulingError
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Alloc, Call, FnArg, Node, Read, Stmt, WindowExpr, WindowStmt
@@ -223,7 +224,7 @@ def set_precision(proc: Proc, buf: Buffer, type: DataType | str) -> Rewrite[Buff
             raise fail(
                 SetPrecisionSharedError,
                 name,
-                f"{node.sym.name} is windowed or passed to a call at {u.path}",
+                f"{node.sym.name} is windowed or passed to a call at {format_path(u.path)}",
                 buf,
             )
     for c in walk_stmts(stmts):
