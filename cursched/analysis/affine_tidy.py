@@ -53,12 +53,15 @@ def _fold_bool(e: BinOp) -> Expr:
     return e
 
 
-# ``tidy_expr`` results per (expression node, ranges): ``simplify`` runs over the whole proc
-# after most steps, and the nodes it meets are mostly shared with the previous version, at
-# the same loop ranges. Keyed by ``id`` with the node kept alive in the entry (the id cannot
-# be reused while the entry exists); cleared when full, which only costs recomputation.
-_TIDY_MEMO: dict[tuple[int, tuple[tuple[Sym, af.Bound], ...]], tuple[Expr, Expr]] = {}
-_TIDY_MEMO_LIMIT = 1 << 14
+# Expressions known to be left unchanged by ``tidy_expr`` under given ranges, compared by
+# structure: ``simplify`` runs over the whole proc after most steps, and most expressions it
+# meets are already tidy, though often rebuilt by the steps in between. ``tidy_expr`` is a
+# function of the structure (symbols by identity) and the ranges, so an equal expression is
+# unchanged too, and the answer for it is the expression itself (its own node and source
+# location). Only unchanged outcomes are kept: a changed result is built afresh each time,
+# never shared between two places. Cleared when full, which only costs recomputation.
+_TIDY_FIXED: set[tuple[Expr, tuple[tuple[Sym, af.Bound], ...]]] = set()
+_TIDY_FIXED_LIMIT = 1 << 13
 
 
 def tidy_expr(e: Expr, ranges: Mapping[Sym, af.Bound] | None = None) -> Expr:
@@ -68,14 +71,14 @@ def tidy_expr(e: Expr, ranges: Mapping[Sym, af.Bound] | None = None) -> Expr:
     Returns ``e`` itself (the same object) when the result is equal to it, so callers keep
     node identity for unchanged expressions.
     """
-    key = (id(e), tuple(ranges.items()) if ranges else ())
-    hit = _TIDY_MEMO.get(key)
-    if hit is not None and hit[0] is e:
-        return hit[1]
+    key = (e, tuple(ranges.items()) if ranges else ())
+    if key in _TIDY_FIXED:
+        return e
     out = _tidy(e, ranges)
-    if len(_TIDY_MEMO) >= _TIDY_MEMO_LIMIT:
-        _TIDY_MEMO.clear()
-    _TIDY_MEMO[key] = (e, out)
+    if out is e:
+        if len(_TIDY_FIXED) >= _TIDY_FIXED_LIMIT:
+            _TIDY_FIXED.clear()
+        _TIDY_FIXED.add(key)
     return out
 
 
