@@ -192,7 +192,8 @@ def call_eqv(proc: Proc, call: StmtCursor, other: Proc) -> Rewrite[CallEqvCursor
         ``call`` forwards to the new call. Nothing dies.
 
     Example:
-        ``call_eqv(p, "scal(_)", scal_split)`` with ``scal_split = split(scal, "i", 4)[0]``::
+        ``call_eqv(p, "scal(_)", scal_split)`` with
+        ``scal_split = rename(split(scal, "i", 4)[0], "scal_split")[0]``::
 
             scal(n, x)        ->    scal_split(n, x)    # the call is the same statement
     """

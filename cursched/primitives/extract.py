@@ -158,7 +158,8 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
                     A[i, j] = 0.0
                                                    def row(n: size, A: f32[n, 8] @ DRAM,
                                                            i: index):
-                                                       assert 0 <= i and i < n
+                                                       assert 0 <= i
+                                                       assert i < n
                                                        for j in seq(0, 8):
                                                            A[i, j] = 0.0
     """
