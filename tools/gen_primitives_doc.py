@@ -40,6 +40,9 @@ that take a cursor also take a pattern string (a loop name for a loop, a buffer 
 buffer) or a cursor of an earlier version, forwarded automatically. A field that does not apply
 holds an invalid (falsy) cursor. Every failed precondition raises its own `SchedulingError`
 subclass, listed under each primitive. See `docs/cursors.md` for cursors and forwarding.
+
+Each example is a call and a `before -> after` diagram; `tests/test_docs_examples.py` runs
+them: it parses the left column, makes the call and finds the right column in the result.
 """
 
 
