@@ -300,6 +300,8 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
     dtype = _data_type(ir, m)
     if dtype is None:
         raise first_fail(f"the running value `{m}` is not data")
+    if _is_window(ir, m):
+        raise first_fail(f"the running value `{m}` is a window or has one (it may alias)")
     written2 = set(_written(l2.body)) - _locals(l2.body)
     clash = _syms_read(l1.body) & written2
     if clash:
@@ -319,9 +321,10 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
     for rel, s, loops in _nested(l2.body):
         if isinstance(s, Assign | Reduce) and s.sym is m:
             raise resc_fail(f"the second loop writes the running value `{m}`")
-        reads_m = [
-            x for e in stmt_exprs(s) for x in walk_expr(e) if isinstance(x, Read) and x.sym is m
-        ]
+        uses = [x for e in stmt_exprs(s) for x in walk_expr(e) if getattr(x, "sym", None) is m]
+        if any(not isinstance(x, Read) for x in uses):
+            raise resc_fail(f"the second loop uses `{m}` as a window or a stride")
+        reads_m = [x for x in uses if isinstance(x, Read)]
         if not reads_m:
             continue
         if any(not is_m(x) for x in reads_m):

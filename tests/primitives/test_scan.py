@@ -495,3 +495,45 @@ def test_accumulator_in_another_precision() -> None:
     p.compile()(50, x, out)
     x64 = x.astype(np.float64)
     np.testing.assert_allclose(out[0], x64.max() + np.log(np.exp(x64 - x64.max()).sum()), 1e-6)
+
+
+@proc
+def running_window(n: size, x: f32[n] @ DRAM, mb: f32[2] @ DRAM, r: f32[1] @ DRAM):
+    w = mb[0:2]
+    mb[0] = -inf
+    for i in seq(0, n):
+        mb[0] = fmax(mb[0], x[i])
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += exp(x[i] - mb[0]) + 0.0 * w[0]
+    r[0] = s
+
+
+def test_running_value_must_not_alias() -> None:
+    # a window of the running value's buffer would read it outside the terms
+    with pytest.raises(ScanFirstLoopError, match="is a window or has one"):
+        scan_fuse(running_window, *_loops(running_window))
+
+
+@proc
+def _peek(a: [f32][1] @ DRAM, out: [f32][1] @ DRAM):
+    out[0] = a[0]
+
+
+@proc
+def running_in_call(n: size, x: f32[n] @ DRAM, mb: f32[1] @ DRAM, z: f32[n] @ DRAM):
+    mb[0] = -inf
+    for i in seq(0, n):
+        mb[0] = fmax(mb[0], x[i])
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += exp(x[i] - mb[0])
+        _peek(mb[0:1], z[i : i + 1])
+    z[0] = s
+
+
+def test_running_value_passed_to_a_call() -> None:
+    with pytest.raises(NotRescalableError, match="as a window or a stride"):
+        scan_fuse(running_in_call, *_loops(running_in_call))
