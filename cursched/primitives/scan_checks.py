@@ -197,7 +197,8 @@ def _written(body: tuple[Stmt, ...]) -> list[Sym]:
         if isinstance(s, Assign | Reduce):
             out.append(s.sym)
         elif isinstance(s, Call):
-            out += [x.sym for e in s.args for x in walk_expr(e) if isinstance(x, Read)]
+            # a call may write any tensor or window it is passed
+            out += [x.sym for e in s.args for x in walk_expr(e) if isinstance(x, Read | WindowExpr)]
     return out
 
 
