@@ -141,6 +141,25 @@ def errors(doc: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _errors_by_module(fn: Callable[..., Any], names: list[str]) -> str:
+    """``A``, ``B`` (from ``module``); ... : where each error class can be imported from."""
+    defined: dict[str, str] = {}  # error class name -> the module that defines it
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "__name__", "").startswith("cursched"):
+            for value in vars(mod).values():
+                if isinstance(value, type) and issubclass(value, Exception):
+                    defined.setdefault(value.__name__, value.__module__)
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        module = defined.get(name, "")
+        groups.setdefault(module, []).append(f"`{name}`")
+    parts = []
+    for module, items in groups.items():
+        where = f" (from `{module}`)" if module else ""
+        parts.append(", ".join(items) + where)
+    return "; ".join(parts)
+
+
 def example(name: str, doc: str, cls: type) -> tuple[str, str, str]:
     """(call line, remark, before -> after diagram) from the docstring's Example section."""
     text = sections(doc).get("Example", "")
@@ -178,7 +197,7 @@ def render_one(name: str, fn: Callable[..., Any]) -> str:
     out += ["**Forwards / kills.** " + _md(" ".join(fk.split())), ""]
     errs = errors(doc)
     if errs:
-        out += ["**Refuses with** " + ", ".join(f"`{e}`" for e in errs) + ".", ""]
+        out += ["**Refuses with** " + _errors_by_module(fn, errs) + ".", ""]
     call, remark, diagram = example(name, doc, cls)
     remark = remark.rstrip(":").strip().removeprefix("(").removesuffix(")")
     out += [f"**Example** ({remark}):" if remark else "**Example:**", ""]
