@@ -70,3 +70,17 @@ def test_patterns_only_at_the_start() -> None:
     assert len(lines) == 3 and all("p.find" in ln for ln in lines), lines
     steps = body.split("# 1.", 1)[1]
     assert not re.search(r"\b(find\w*|at)\(", steps)
+
+
+def test_histories_replay(script: ModuleType) -> None:
+    from cursched.ir.alpha import alpha_equal
+
+    for name, sched in (
+        ("attention_row", script.schedule_row),
+        ("attention", script.schedule_flash),
+    ):
+        base = getattr(script, name)
+        p = sched(base)
+        env: dict[str, object] = {name: base}
+        exec(p.history(), env)
+        assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]

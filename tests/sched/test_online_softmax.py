@@ -58,3 +58,14 @@ def test_only_the_first_step_uses_a_pattern() -> None:
     body = text.split("def schedule", 1)[1].split("def rows", 1)[0]
     calls = re.findall(r"\b(find\w*|at)\(", body)
     assert calls == ["find_loop"], calls
+
+
+def test_histories_replay(script: ModuleType) -> None:
+    from cursched.ir.alpha import alpha_equal
+
+    for name in ("softmax_denominator", "softmax", "logsumexp"):
+        base = getattr(script, name)
+        p = script.schedule(base)
+        env: dict[str, object] = {name: base}
+        exec(p.history(), env)
+        assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
