@@ -74,6 +74,8 @@ AtomKey: TypeAlias = tuple[object, ...]
 
 def atom_key(a: Atom) -> AtomKey:
     """A total order on atoms: variables by creation order, then strides, divs, mods."""
+    if type(a) is Var:  # by far the most common atom: skip the match
+        return (0, a.sym.id)
     match a:
         case Var():
             return (0, a.sym.id)
@@ -97,6 +99,9 @@ class Aff:
     @staticmethod
     def of(parts: Mapping[Atom, int], const: int = 0) -> Aff:
         """The normal form of a linear combination (zero coefficients dropped)."""
+        if len(parts) == 1:  # nothing to order
+            ((a, c),) = parts.items()
+            return Aff(((a, c),) if c else (), const)
         terms = sorted(((a, c) for a, c in parts.items() if c), key=lambda t: atom_key(t[0]))
         return Aff(tuple(terms), const)
 

@@ -119,6 +119,9 @@ def _path_text(path: Path) -> str:
 _Deps: TypeAlias = tuple[tuple[Sym, "_Var"], ...]
 _CTRL_MEMO: dict[int, tuple[Expr, Value, _Deps]] = {}
 _CTRL_MEMO_LIMIT = 1 << 15
+# The same for assignments and reductions (they bind nothing and hold no statements, and
+# every access to the environment they make goes through ``lookup``).
+_WRITE_MEMO: dict[int, tuple[Stmt, _Deps]] = {}
 
 
 class _Verifier:
@@ -420,7 +423,7 @@ class _Verifier:
     def stmt(self, s: Stmt, path: Path, bound: list[Sym]) -> None:
         match s:
             case Assign() | Reduce():
-                self.write(s, path)
+                self.write_once(s, path)
             case Pass():
                 pass
             case If():
@@ -444,6 +447,27 @@ class _Verifier:
                 self.scope(s, path)
             case _:
                 assert_never(s)
+
+    def write_once(self, s: Assign | Reduce, path: Path) -> None:
+        """``write``, skipped for a statement already checked under equal bindings."""
+        hit = _WRITE_MEMO.get(id(s))
+        if hit is not None and hit[0] is s:
+            env = self.env
+            if all(env.get(sym) == var for sym, var in hit[1]):
+                if self.deps is not None:
+                    self.deps.update(hit[1])
+                return
+        outer, self.deps = self.deps, {}
+        try:
+            self.write(s, path)
+            deps = tuple(self.deps.items())
+        finally:
+            self.deps = outer
+        if outer is not None:
+            outer.update(deps)
+        if len(_WRITE_MEMO) >= _CTRL_MEMO_LIMIT:
+            _WRITE_MEMO.clear()
+        _WRITE_MEMO[id(s)] = (s, deps)
 
     def write(self, s: Assign | Reduce, path: Path) -> None:
         var = self.lookup(s.sym, path, s.srcinfo)
