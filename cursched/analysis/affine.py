@@ -333,6 +333,72 @@ def from_aff(a: Aff) -> Expr:
     return out
 
 
+def _is_int_const(e: Expr, v: int) -> bool:
+    return type(e) is Const and e.value == v and e.type == INT
+
+
+def _is_term(e: Expr, a: Atom, c: int) -> bool:
+    """``_term_expr(a, c) == e`` for a variable or stride atom, without building it."""
+    if c != 1:
+        if not (type(e) is BinOp and e.op == "*" and e.type == INDEX):
+            return False
+        if not _is_int_const(e.lhs, c):
+            return False
+        e = e.rhs
+    if type(a) is Var:
+        return type(e) is Read and e.sym is a.sym and e.idx == () and e.type == a.type
+    if type(a) is Stride:
+        return type(e) is StrideExpr and e.sym is a.sym and e.dim == a.dim and e.type == INDEX
+    return False
+
+
+def matches_from_aff(a: Aff, e: Expr) -> bool | None:
+    """``from_aff(a) == e``, decided without building the expression, for ``a`` without
+    division or modulo atoms (None for the others). ``simplify`` mostly meets expressions
+    already in normal form, so this comparison is what it does most.
+    """
+    if any(not isinstance(x, Var | Stride) for x, _ in a.terms):
+        return None
+    # from_aff's result: a head, then a left-nested chain of ``+ term`` (positive terms),
+    # ``- term`` (negative ones) and finally ``+ const`` or ``- const``
+    chain: list[tuple[str, Atom | None, int]] = []
+    pos = [(x, c) for x, c in a.terms if c > 0]
+    neg = [(x, -c) for x, c in a.terms if c < 0]
+    chain += [("+", x, c) for x, c in pos]
+    chain += [("-", x, c) for x, c in neg]
+    if pos and a.const > 0:
+        chain.append(("+", None, a.const))
+    elif (pos or neg) and a.const < 0:
+        chain.append(("-", None, -a.const))
+    if not pos and a.const > 0:
+        chain.insert(0, ("", None, a.const))  # the constant comes first
+    if not chain:
+        return _is_int_const(e, a.const)
+    spine: list[BinOp] = []
+    x = e
+    while len(spine) < len(chain) - 1:
+        if not (type(x) is BinOp and x.op == chain[len(chain) - 1 - len(spine)][0]):
+            return False
+        if x.type != INDEX:
+            return False
+        spine.append(x)
+        x = x.lhs
+    # ``x`` is the head: a constant, the first positive term, or minus the first negative
+    op, atom, c = chain[0]
+    if atom is None:
+        ok = _is_int_const(x, c)
+    elif op == "-":
+        ok = type(x) is USub and x.type == INDEX and _is_term(x.arg, atom, c)
+    else:
+        ok = _is_term(x, atom, c)
+    if not ok:
+        return False
+    for node, (_, atom, c) in zip(reversed(spine), chain[1:], strict=True):
+        if not (_is_int_const(node.rhs, c) if atom is None else _is_term(node.rhs, atom, c)):
+            return False
+    return True
+
+
 # ------------------------------------------------------------------------------ props
 
 
@@ -607,8 +673,11 @@ def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -
             case BinOp() | USub() if _is_int_type(x.type):
                 a = to_aff(x)
                 if a is not None:
-                    out = from_aff(simplify_aff(a, ranges))
-                    return x if out == x else out  # unchanged: keep the node (and srcinfo)
+                    s = simplify_aff(a, ranges)
+                    if matches_from_aff(s, x):
+                        return x  # unchanged: keep the node (and srcinfo)
+                    out = from_aff(s)
+                    return x if out == x else out
             case BinOp() if x.op in ("<", ">", "<=", ">=", "==", "!="):
                 p = to_prop(x)
                 decided = None if p is None else _decide(_simplify_prop(p, ranges), ranges)
