@@ -46,7 +46,9 @@ class PathContext:
     windows: Mapping[Sym, WindowStmt] = field(default_factory=dict)
     allocs: Mapping[Sym, Alloc] = field(default_factory=dict)
     # ``ranges()`` of this context, computed once: ``simplify`` asks it for every expression
-    _ranges: dict[Sym, af.Bound] = field(default_factory=dict, compare=False, repr=False)
+    _ranges: dict[Sym, af.Bound] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def enter_loop(self, loop: For) -> PathContext:
         return PathContext(self.proc, (*self.loops, loop), self.conds, self.windows, self.allocs)

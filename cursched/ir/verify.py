@@ -4,6 +4,8 @@
 e.g. ``[sym-defined]``), the proc, the place (a path as in ``cursched.ir.paths``, spelled
 ``body[1].body[0].rhs``) and the source location when known. It runs after every primitive in
 the tests, so it is one walk over the proc, linear in its size; each callee is verified once.
+Control expressions and assignments already verified (the same node objects, which versions
+of a proc share) are not walked again where the symbols they read are bound as before.
 
 The invariants, each checked by one small function below:
 
