@@ -64,6 +64,8 @@ def main() -> None:
     def campaign(text: str, data: st.DataObject) -> None:
         nonlocal runs
         runs += 1
+        if runs % 500 == 0:
+            print(f"{runs} schedules, {sum(accepted.values())} steps accepted", flush=True)
         log: list[str] = []
         try:
             run_schedule(text, data, log)

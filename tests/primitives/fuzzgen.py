@@ -122,6 +122,8 @@ def big_index(draw: st.DrawFn, sc: Scope) -> str:
     """An index below ``n + 6``: at most one big/quad term, one small term, a constant."""
     terms: list[str] = []
     choices = [f"{v}" for v in sc.big] + [f"4 * {v}" for v in sc.quad]
+    # quasi-affine terms (floor division, modulo) stay below n too
+    choices += [f"{v} / 2" for v in sc.big] + [f"{v} % 3" for v in sc.big + sc.quad]
     if choices and draw(st.integers(0, 3)) > 0:
         terms.append(draw(st.sampled_from(choices)))
     if len(sc.small) > 0 and draw(st.booleans()):
@@ -398,6 +400,9 @@ def stmt(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
         width = draw(st.integers(1, 4))
         return [f"addone({width}, {draw(st.sampled_from(['x', 'y']))}[{base}:{base} + {width}])"]
     if which == 1:
+        if draw(st.booleans()):  # a column: a strided window
+            r = draw(st.sampled_from(["0", "1", "2"]))
+            return [f"addone(2, z[{r}:{r} + 2, {base}])"]
         row = draw(small_index(sc))
         return [f"addone(2, z[{row}, {base}:{base} + 2])"]
     dst, src = draw(st.sampled_from([("x", "y"), ("y", "x"), ("x", "z[1, ")]))
