@@ -541,4 +541,24 @@ def available_steps() -> list[tuple[str, Any, Any]]:
                 continue
             found.update({n: getattr(pm, n) for n in STEPS if hasattr(pm, n) and n not in found})
     only = [n for n in os.environ.get("CURSCHED_FUZZ_ONLY", "").split(",") if n]
-    return [(n, f, STEPS[n]) for n, f in sorted(found.items()) if not only or n in only]
+    chosen = [(n, f, STEPS[n]) for n, f in sorted(found.items()) if not only or n in only]
+    # the primitives with a dependence or range argument get three times the draws of those
+    # that rarely refuse (renames, memories, commuting, binding)
+    return [c for c in chosen for _ in range(1 if c[0] in _EASY else 3)]
+
+
+_EASY = {
+    "bind_expr",
+    "commute_expr",
+    "rename",
+    "insert_pass",
+    "delete_pass",
+    "set_memory",
+    "set_window",
+    "set_precision",
+    "call_eqv",
+    "simplify",
+    "left_reassociate_expr",
+    "rewrite_expr",
+    "split_write",
+}

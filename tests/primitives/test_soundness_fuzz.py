@@ -164,7 +164,7 @@ def run_schedule(text: str, data: st.DataObject, log: list[str]) -> None:
     steps = available_steps()
     p = original
     replayable = True
-    for _ in range(data.draw(st.integers(1, 5), label="number of steps")):
+    for _ in range(data.draw(st.integers(1, 6), label="number of steps")):
         name, prim, step = data.draw(st.sampled_from(steps), label="primitive")
 
         def recorded(*args: Any, _prim: Any = prim, _name: str = name, **kw: Any) -> Any:
