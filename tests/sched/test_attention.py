@@ -4,35 +4,18 @@ C), equivalence with the naive procs, patterns only at the start."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
-
-import pytest
 
 from cursched.testing import assert_equivalent
 
-SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "attention.py"
+from .scripts import ROOT, assert_history_replays, run_file
 
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("attention_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SCRIPT = ROOT / "sched" / "attention.py"
 
 
 def test_runs_as_a_file() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = run_file(SCRIPT)
     assert out.startswith("def attention_row(Nk: size")
     assert "ok: the attention row and flash attention 2 match numpy" in out
     assert "# schedule of attention: 25 step(s)" in out
@@ -73,14 +56,9 @@ def test_patterns_only_at_the_start() -> None:
 
 
 def test_histories_replay(script: ModuleType) -> None:
-    from cursched.ir.alpha import alpha_equal
-
     for name, sched in (
         ("attention_row", script.schedule_row),
         ("attention", script.schedule_flash),
     ):
         base = getattr(script, name)
-        p = sched(base)
-        env: dict[str, object] = {name: base}
-        exec(p.history(), env)
-        assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
+        assert_history_replays(sched(base), **{name: base})

@@ -4,36 +4,22 @@ equal values), equivalence with the two-pass procs, and one pattern only."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from cursched.testing import assert_equivalent
 
-SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "online_softmax.py"
+from .scripts import ROOT, assert_history_replays, run_file
 
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("online_softmax_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SCRIPT = ROOT / "sched" / "online_softmax.py"
 
 
 def test_runs_as_a_file() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("def softmax_denominator(R: size")
-    assert "ok: denominator, softmax and log-sum-exp match numpy" in result.stdout
+    out = run_file(SCRIPT)
+    assert out.startswith("def softmax_denominator(R: size")
+    assert "ok: denominator, softmax and log-sum-exp match numpy" in out
 
 
 @pytest.mark.parametrize("name", ["softmax_denominator", "softmax", "logsumexp"])
@@ -61,11 +47,6 @@ def test_only_the_first_step_uses_a_pattern() -> None:
 
 
 def test_histories_replay(script: ModuleType) -> None:
-    from cursched.ir.alpha import alpha_equal
-
     for name in ("softmax_denominator", "softmax", "logsumexp"):
         base = getattr(script, name)
-        p = script.schedule(base)
-        env: dict[str, object] = {name: base}
-        exec(p.history(), env)
-        assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
+        assert_history_replays(script.schedule(base), **{name: base})

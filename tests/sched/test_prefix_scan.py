@@ -4,34 +4,20 @@ cursors name the scan's outputs."""
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from cursched.testing import assert_equivalent
 
-SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "prefix_scan.py"
+from .scripts import ROOT, run_file
 
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prefix_scan_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SCRIPT = ROOT / "sched" / "prefix_scan.py"
 
 
 def test_runs_as_a_file() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert "ok: prefix sum and discounted scan" in result.stdout
+    out = run_file(SCRIPT)
+    assert "ok: prefix sum and discounted scan" in out
 
 
 @pytest.mark.parametrize("prefix_sum", [True, False])

@@ -3,35 +3,17 @@ by instructions, compiles and matches numpy), and its schedule keeps the proc's 
 
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
-import pytest
-
-from cursched.ir.alpha import alpha_equal
 from cursched.testing import assert_equivalent
 
-SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "stage_and_replace.py"
+from .scripts import ROOT, assert_history_replays, run_file
 
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("stage_and_replace_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SCRIPT = ROOT / "sched" / "stage_and_replace.py"
 
 
 def test_runs_as_a_file() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = run_file(SCRIPT)
     assert out.startswith("def sgemm(M: size")
     assert "ok: matches numpy" in out
     for call in (
@@ -47,7 +29,7 @@ def test_runs_as_a_file() -> None:
 
 def test_one_pattern_then_cursors(script: ModuleType) -> None:
     """The schedule names one thing by a pattern; every other step takes a cursor."""
-    text = Path(SCRIPT).read_text()
+    text = SCRIPT.read_text(encoding="utf-8")
     body = text[text.index("def schedule") : text.index("def main")]
     assert body.count('find_loop("') + body.count('find("') == 1
     assert "p.at(" not in body
@@ -60,13 +42,7 @@ def test_schedule_is_equivalent(script: ModuleType) -> None:
 
 def test_history_replays(script: ModuleType) -> None:
     p = script.schedule(script.sgemm)
-    text = p.history()
-    assert "# other procs it uses (bind them first): fma4, load4, store4" in text
-    env: dict[str, object] = {
-        "sgemm": script.sgemm,
-        "fma4": script.fma4,
-        "load4": script.load4,
-        "store4": script.store4,
-    }
-    exec(text, env)
-    assert alpha_equal(env["p"].ir(), p.ir())  # type: ignore[attr-defined]
+    assert "# other procs it uses (bind them first): fma4, load4, store4" in p.history()
+    assert_history_replays(
+        p, sgemm=script.sgemm, fma4=script.fma4, load4=script.load4, store4=script.store4
+    )

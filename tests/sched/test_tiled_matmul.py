@@ -3,37 +3,20 @@ and its history replays to the same proc."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-import pytest
 
-from cursched.ir.alpha import alpha_equal
 from cursched.testing import assert_equivalent
 
-SCRIPT = Path(__file__).resolve().parents[2] / "sched" / "tiled_matmul.py"
+from .scripts import ROOT, assert_history_replays, run_file
 
-
-@pytest.fixture(scope="module")
-def script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tiled_matmul_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SCRIPT = ROOT / "sched" / "tiled_matmul.py"
 
 
 def test_runs_as_a_file() -> None:
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
+    out = run_file(SCRIPT)
     assert out.startswith("def sgemm(M: size")
     assert "ok: matches numpy" in out
     assert "# schedule of sgemm: 10 step(s)" in out
@@ -53,10 +36,7 @@ def test_only_the_first_step_uses_a_pattern() -> None:
 def test_schedule_is_equivalent_and_history_replays(script: ModuleType) -> None:
     p = script.schedule(script.sgemm)
     assert_equivalent(script.sgemm, p, trials=2, sizes={"M": 16, "N": 32, "K": 8})
-    env: dict[str, object] = {"sgemm": script.sgemm}
-    exec(p.history(), env)
-    replayed = env["p"]
-    assert alpha_equal(replayed.ir(), p.ir())  # type: ignore[attr-defined]
+    assert_history_replays(p, sgemm=script.sgemm)
 
 
 def test_compiled_matches_numpy(script: ModuleType) -> None:
