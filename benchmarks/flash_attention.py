@@ -26,49 +26,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from online_softmax import best, load_script, torch_module
-
-from cursched import DRAM, proc
+from online_softmax import best, load_script, torch_module, with_tile_asserts
 
 FAST = ("-ffast-math",)
 
 
-@proc
-def attention(
-    Nq: size,
-    Nk: size,
-    D: size,
-    Q: f32[Nq, D] @ DRAM,
-    K: f32[Nk, D] @ DRAM,
-    V: f32[Nk, D] @ DRAM,
-    O: f32[Nq, D] @ DRAM,
-    L: f32[Nq] @ DRAM,
-):
-    # sched/attention.py's naive attention with asserts that allow larger tiles
-    assert Nq % 64 == 0
-    assert Nk % 64 == 0
-    for r in seq(0, Nq):
-        m: f32
-        m = -inf
-        l: f32
-        l = 0.0
-        for d in seq(0, D):
-            O[r, d] = 0.0
-        S: f32[Nk] @ DRAM
-        for i in seq(0, Nk):
-            S[i] = 0.0
-            for k in seq(0, D):
-                S[i] += Q[r, k] * K[i, k]
-        for i in seq(0, Nk):
-            m = fmax(m, S[i])
-        for i in seq(0, Nk):
-            l += exp(S[i] - m)
-        for i in seq(0, Nk):
-            for d in seq(0, D):
-                O[r, d] += exp(S[i] - m) * V[i, d]
-        for d in seq(0, D):
-            O[r, d] = O[r, d] / l
-        L[r] = m + log(l)
+SCRIPT = load_script("attention")
+attention = with_tile_asserts(SCRIPT.attention, Nq=64, Nk=64)
+"""sched/attention.py's naive attention, asserting ``Nq % 64 == 0`` and ``Nk % 64 == 0`` to
+allow larger tiles."""
 
 
 def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -82,8 +48,7 @@ def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def measure(n: int, d: int, kernels: dict[str, Any], torch: Any, ref_tol: float) -> str | None:
     """One line of the table (None when a kernel's result is wrong)."""
-    att = load_script("attention")
-    x = att.inputs(n, n, d)
+    x = SCRIPT.inputs(n, n, d)
     q, k, v = x["Q"], x["K"], x["V"]
     o, lse = np.zeros((n, d), np.float32), np.zeros(n, np.float32)
     want = numpy_attention(q, k, v)
@@ -116,8 +81,7 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [(256, 64), (512, 64)] if args.quick else [(1024, 64), (2048, 64), (4096, 64)]
 
-    att = load_script("attention")
-    derived = att.schedule_flash(attention, args.key_tile, args.query_tile)
+    derived = SCRIPT.schedule_flash(attention, args.key_tile, args.query_tile)
     kernels = {"cursched": derived.compile(), "cs fast": derived.compile(extra_cflags=FAST)}
     torch = torch_module()
     print("torch:", torch.__version__ if torch is not None else "not installed")

@@ -21,13 +21,15 @@ import importlib.util
 import sys
 import timeit
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from cursched import DRAM, proc
+from cursched import Proc
+from cursched.ir.nodes import BinOp, Const, Expr, Read
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,21 +50,30 @@ def best(fn: Callable[[], Any], budget: float = 0.5) -> float:
     return min(timeit.repeat(fn, number=1, repeat=reps))
 
 
-@proc
-def softmax(R: size, C: size, x: f32[R, C] @ DRAM, y: f32[R, C] @ DRAM):
-    # sched/online_softmax.py's softmax with an assert that allows larger tiles
-    assert C % 256 == 0
-    for r in seq(0, R):
-        m: f32
-        m = -inf
-        for j in seq(0, C):
-            m = fmax(m, x[r, j])
-        s: f32
-        s = 0.0
-        for j in seq(0, C):
-            s += exp(x[r, j] - m)
-        for j in seq(0, C):
-            y[r, j] = exp(x[r, j] - m) / s
+def with_tile_asserts(p: Proc, **tiles: int) -> Proc:
+    """``p`` with each assert ``size % k == 0`` on a size named in ``tiles`` made
+    ``size % tiles[size] == 0``.
+
+    The schedule scripts' procs assert just the tiles the scripts use; the benchmarks time
+    larger tiles, whose ``split(..., tail="perfect")`` must follow from the asserts.
+    """
+    preds: list[Expr] = []
+    todo = dict(tiles)
+    for e in p.ir().preds:
+        match e:
+            case BinOp("==", BinOp("%", Read(sym, ()), Const(int()) as k) as mod, Const(0)) if (
+                sym.name in todo
+            ):
+                k = replace(k, value=todo.pop(sym.name))
+                e = replace(e, lhs=replace(mod, rhs=k))
+        preds.append(e)
+    assert not todo, f"no assert 'size % k == 0' on {sorted(todo)}"
+    return Proc(replace(p.ir(), preds=tuple(preds)))
+
+
+SCRIPT = load_script("online_softmax")
+softmax = with_tile_asserts(SCRIPT.softmax, C=256)
+"""sched/online_softmax.py's softmax, asserting ``C % 256 == 0`` to allow larger tiles."""
 
 
 FAST = ("-ffast-math",)
@@ -118,8 +129,7 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [(64, 256), (256, 1024)] if args.quick else [(256, 1024), (1024, 4096), (4096, 4096)]
 
-    sm = load_script("online_softmax")
-    derived = sm.schedule(softmax, reduce_tile=64, norm_tile=256)
+    derived = SCRIPT.schedule(softmax, reduce_tile=64, norm_tile=256)
     kernels = {
         "cursched": derived.compile(),
         "cs fast": derived.compile(extra_cflags=FAST),

@@ -4,24 +4,20 @@ asserted)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+from .scripts import ROOT, load_module
+
+BENCH = ROOT / "benchmarks"
 
 
 def _load(name: str) -> ModuleType:
     sys.path.insert(0, str(BENCH))
     try:
-        spec = importlib.util.spec_from_file_location(f"{name}_bench", BENCH / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
+        return load_module(BENCH / f"{name}.py", f"{name}_bench")
     finally:
         sys.path.remove(str(BENCH))
 
@@ -32,8 +28,7 @@ def softmax_bench() -> ModuleType:
 
 
 def test_online_softmax_measures_checked_kernels(softmax_bench: ModuleType) -> None:
-    sm = softmax_bench.load_script("online_softmax")
-    derived = sm.schedule(softmax_bench.softmax, reduce_tile=64, norm_tile=256)
+    derived = softmax_bench.SCRIPT.schedule(softmax_bench.softmax, reduce_tile=64, norm_tile=256)
     assert "for jo in seq(0, C / 64):" in str(derived)
     kernels = {"cursched": derived.compile(), "cs fast": derived.compile(extra_cflags=("-O1",))}
     row = softmax_bench.measure(8, 256, kernels, None)
@@ -45,8 +40,7 @@ def test_online_softmax_measures_checked_kernels(softmax_bench: ModuleType) -> N
 
 def test_flash_attention_measures_checked_kernels() -> None:
     fa = _load("flash_attention")
-    att = fa.load_script("attention")
-    derived = att.schedule_flash(fa.attention, 64, 16)
+    derived = fa.SCRIPT.schedule_flash(fa.attention, 64, 16)
     kernels = {"cursched": derived.compile(), "cs fast": derived.compile()}
     row = fa.measure(128, 16, kernels, None, ref_tol=1e-5)
     assert row is not None and row.split()[:3] == ["128", "x", "16"]
