@@ -1,38 +1,9 @@
 """The extern names, for ``from cursched.externs import expf, select, inf``.
 
-Inside a proc the externs are built in; importing them only helps editors and linters.
+Inside a proc the externs are built in; importing them only helps editors and linters. The
+names are defined in ``cursched.frontend.externs`` (the frontend resolves calls through
+them); this module re-exports exactly its ``__all__``.
 """
 
-from cursched.frontend.externs import (
-    ExternFunction,
-    exp,
-    exp2,
-    expf,
-    fmax,
-    fmaxf,
-    fmin,
-    inf,
-    log,
-    relu,
-    select,
-    sigmoid,
-    sin,
-    sqrt,
-)
-
-__all__ = [
-    "ExternFunction",
-    "exp",
-    "exp2",
-    "expf",
-    "fmax",
-    "fmaxf",
-    "fmin",
-    "inf",
-    "log",
-    "relu",
-    "select",
-    "sigmoid",
-    "sin",
-    "sqrt",
-]
+from cursched.frontend.externs import *  # noqa: F403
+from cursched.frontend.externs import __all__ as __all__
