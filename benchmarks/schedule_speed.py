@@ -66,7 +66,8 @@ def _cs(f: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
     return lambda *a, **k: f(*a, **k)[0]
 
 
-STEPS: list[Step] = [
+# The first steps of every schedule: tile i by 4 and j by 8, the i tile outside the j tile.
+TILE_STEPS: list[Step] = [
     (
         "split",
         lambda p: _cs(cs.split)(p, p.find_loop("i"), 4, ("io", "ii"), tail="perfect"),
@@ -82,6 +83,12 @@ STEPS: list[Step] = [
         lambda p: _cs(cs.reorder_loops)(p, p.find_loop("ii")),
         lambda p: exo_api.reorder_loops(p, p.find_loop("ii")),
     ),
+]
+
+SIMPLIFY: Step = ("simplify", lambda p: _cs(cs.simplify)(p), lambda p: exo_api.simplify(p))
+
+STEPS: list[Step] = [
+    *TILE_STEPS,
     (
         "split",
         lambda p: _cs(cs.split)(p, p.find_loop("k"), 4, ("ko", "ki"), tail="perfect"),
@@ -122,7 +129,7 @@ STEPS: list[Step] = [
         lambda p: _cs(cs.unroll_loop)(p, p.find_loop("ki")),
         lambda p: exo_api.unroll_loop(p, p.find_loop("ki")),
     ),
-    ("simplify", lambda p: _cs(cs.simplify)(p), lambda p: exo_api.simplify(p)),
+    SIMPLIFY,
     (
         "cut_loop",
         lambda p: _cs(cs.cut_loop)(p, p.find_loop("jo"), 1),
@@ -133,7 +140,7 @@ STEPS: list[Step] = [
         lambda p: _cs(cs.split)(p, p.find_loop("ko"), 2, ("koo", "koi"), tail="cut"),
         lambda p: exo_api.divide_loop(p, p.find_loop("ko"), 2, ["koo", "koi"], tail="cut"),
     ),
-    ("simplify", lambda p: _cs(cs.simplify)(p), lambda p: exo_api.simplify(p)),
+    SIMPLIFY,
     (
         "cut_loop",
         lambda p: _cs(cs.cut_loop)(p, p.find_loop("io"), 1),
@@ -154,7 +161,7 @@ STEPS: list[Step] = [
         lambda p: _cs(cs.reorder_loops)(p, p.find_loop("ii")),
         lambda p: exo_api.reorder_loops(p, p.find_loop("ii")),
     ),
-    ("simplify", lambda p: _cs(cs.simplify)(p), lambda p: exo_api.simplify(p)),
+    SIMPLIFY,
 ]
 
 
@@ -162,21 +169,7 @@ STEPS: list[Step] = [
 # tile's loops, give the tile a jo dimension and move its allocation out of the jo loop (Exo
 # resolves expand_dim's index at the allocation, so the dimension comes before the lift).
 BUFFER_STEPS: list[Step] = [
-    (
-        "split",
-        lambda p: _cs(cs.split)(p, p.find_loop("i"), 4, ("io", "ii"), tail="perfect"),
-        lambda p: exo_api.divide_loop(p, p.find_loop("i"), 4, ["io", "ii"], perfect=True),
-    ),
-    (
-        "split",
-        lambda p: _cs(cs.split)(p, p.find_loop("j"), 8, ("jo", "ji"), tail="perfect"),
-        lambda p: exo_api.divide_loop(p, p.find_loop("j"), 8, ["jo", "ji"], perfect=True),
-    ),
-    (
-        "reorder_loops",
-        lambda p: _cs(cs.reorder_loops)(p, p.find_loop("ii")),
-        lambda p: exo_api.reorder_loops(p, p.find_loop("ii")),
-    ),
+    *TILE_STEPS,
     (
         "stage_mem",
         lambda p: _cs(cs.stage_mem)(
@@ -192,7 +185,7 @@ BUFFER_STEPS: list[Step] = [
         lambda p: exo_api.stage_mem(p, p.find_loop("k"), "tile[ii, ji]", "acc"),
     ),
     # Exo leaves the tile's shape as 4 * io + 4 - 4 * io, which lift_alloc refuses to move
-    ("simplify", lambda p: _cs(cs.simplify)(p), lambda p: exo_api.simplify(p)),
+    SIMPLIFY,
     (
         "expand_dim",
         lambda p: _cs(cs.expand_dim)(p, p.find_alloc_or_arg("tile"), "N / 8", "jo"),
@@ -220,7 +213,7 @@ BUFFER_STEPS: list[Step] = [
 # multiply-add rows by 8-wide instructions (the same instruction bodies and asserts in both
 # libraries; Exo 1.0 does not check the asserts, cursched proves them at each call).
 REPLACE_STEPS: list[Step] = [
-    *BUFFER_STEPS[:3],
+    *TILE_STEPS,
     (
         "fission",
         lambda p: _cs(cs.fission)(p, p.find("C[_] = _").after()),
@@ -276,26 +269,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="replays of each schedule")
     args = ap.parse_args()
-    names = [s[0] for s in STEPS]
-    ours, final = run(STEPS, sgemm, 1, args.repeat)
-    theirs, _ = run(STEPS, sgemm_exo, 2, args.repeat)
-    # The two schedules must do the same thing: cursched's result is checked against sgemm.
     from cursched.testing import assert_equivalent
 
-    assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
-    report(f"20-step loop schedule of sgemm, best of {args.repeat}", names, ours, theirs)
-    names = [s[0] for s in BUFFER_STEPS]
-    ours, final = run(BUFFER_STEPS, sgemm, 1, args.repeat)
-    theirs, _ = run(BUFFER_STEPS, sgemm_exo, 2, args.repeat)
-    assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
-    print()
-    report(f"buffer schedule of sgemm (tile staging), best of {args.repeat}", names, ours, theirs)
-    names = [s[0] for s in REPLACE_STEPS]
-    ours, final = run(REPLACE_STEPS, sgemm, 1, args.repeat)
-    theirs, _ = run(REPLACE_STEPS, sgemm_exo, 2, args.repeat)
-    assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
-    print()
-    report(f"replace by instructions on sgemm, best of {args.repeat}", names, ours, theirs)
+    schedules = [
+        ("20-step loop schedule of sgemm", STEPS),
+        ("buffer schedule of sgemm (tile staging)", BUFFER_STEPS),
+        ("replace by instructions on sgemm", REPLACE_STEPS),
+    ]
+    for n, (title, steps) in enumerate(schedules):
+        ours, final = run(steps, sgemm, 1, args.repeat)
+        theirs, _ = run(steps, sgemm_exo, 2, args.repeat)
+        # The two schedules must do the same thing: cursched's result is checked against sgemm.
+        assert_equivalent(sgemm, final, sizes={"M": 8, "N": 16, "K": 24})
+        if n:
+            print()
+        report(f"{title}, best of {args.repeat}", [s[0] for s in steps], ours, theirs)
 
 
 if __name__ == "__main__":
