@@ -59,7 +59,12 @@ def compiled(pd: ProcDef) -> CompiledProc:
     return cp
 
 
-def _procdef(p: Any) -> ProcDef:
+def procdef_of(p: Any) -> ProcDef:
+    """The ``ProcDef`` of ``p``: ``p`` itself, or the IR of a ``Proc`` (``__cursched_ir__``).
+
+    Raises:
+        TypeError: ``p`` is neither.
+    """
     if isinstance(p, ProcDef):
         return p
     ir = getattr(p, "__cursched_ir__", None)
@@ -83,7 +88,7 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
         ArgumentError: an argument is missing, extra, or of the wrong kind, dtype or shape.
         InterpreterError: an assert fails or an access is out of bounds.
     """
-    pd = _procdef(p)
+    pd = procdef_of(p)
     cp = compiled(pd)
     frame = bind_args(cp, args, kwargs)
     # Integer data wraps around and float data follows IEEE (inf, NaN): numpy reports both as

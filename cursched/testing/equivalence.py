@@ -18,7 +18,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
-from cursched.interp import eval_control, interpret
+from cursched.interp import eval_control, interpret, procdef_of
 from cursched.interp_values import fmt_expr
 from cursched.ir.nodes import FnArg, ProcDef
 from cursched.ir.symbols import Sym
@@ -33,15 +33,6 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float32": (1e-4, 1e-4),
     "float64": (1e-9, 1e-9),
 }
-
-
-def _procdef(p: Any) -> ProcDef:
-    if isinstance(p, ProcDef):
-        return p
-    ir = getattr(p, "__cursched_ir__", None)
-    if isinstance(ir, ProcDef):
-        return ir
-    raise TypeError(f"expected a Proc or ProcDef, got {type(p).__name__}")
 
 
 # ------------------------------------------------------------------------- drawing data
@@ -87,7 +78,7 @@ def random_args(
         ArgumentError: no assignment satisfying the asserts was found, or ``sizes`` names an
             argument that is not a control argument.
     """
-    pd = _procdef(p)
+    pd = procdef_of(p)
     values: dict[Sym, Any] = dict(draw_controls(pd, rng, sizes or {}))
     out: dict[str, object] = {}
     for a in pd.args:
@@ -220,7 +211,7 @@ def assert_equivalent(
             differing index and both values).
         InterpreterError: ``p`` itself fails on the drawn inputs.
     """
-    pd, qd = _procdef(p), _procdef(q)
+    pd, qd = procdef_of(p), procdef_of(q)
     diff = _signature_diff(pd, qd)
     if diff is not None:
         raise AssertionError(f"{pd.name} and {qd.name} have different signatures: {diff}")
