@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from cursched.analysis import affine as af
+from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     Alloc,
     Expr,
@@ -66,6 +67,23 @@ class PathContext:
             allocs = {**self.allocs, s.sym: s}
             return PathContext(self.proc, self.loops, self.conds, self.windows, allocs)
         return self
+
+    def memory_of(self, sym: Sym) -> type[Memory] | None:
+        """The memory of buffer ``sym`` here: a window's is its buffer's (None: not a buffer).
+
+        Windows are followed at most 64 deep (a window never names itself, so a longer chain
+        cannot come from a verified proc).
+        """
+        for _ in range(64):
+            if sym not in self.windows:
+                break
+            sym = self.windows[sym].rhs.sym
+        if sym in self.allocs:
+            return self.allocs[sym].mem
+        for a in self.proc.args:
+            if a.sym is sym:
+                return a.mem
+        return None
 
     # -- facts ---------------------------------------------------------------------------
     def props(self) -> list[af.Prop]:

@@ -80,19 +80,6 @@ def _defined(stmts: Sequence[Stmt]) -> set[Sym]:
     return out
 
 
-def _memory_of(sym: Sym, ctx: PathContext) -> type[Memory] | None:
-    for _ in range(64):
-        if sym not in ctx.windows:
-            break
-        sym = ctx.windows[sym].rhs.sym
-    if sym in ctx.allocs:
-        return ctx.allocs[sym].mem
-    for a in ctx.proc.args:
-        if a.sym is sym:
-            return a.mem
-    return None
-
-
 def _param_of(sym: Sym, ctx: PathContext) -> tuple[Any, type[Memory] | None]:
     """The parameter type (and memory) standing for the caller's ``sym``."""
     for a in ctx.proc.args:
@@ -101,7 +88,7 @@ def _param_of(sym: Sym, ctx: PathContext) -> tuple[Any, type[Memory] | None]:
     if sym in ctx.allocs:
         return ctx.allocs[sym].type, ctx.allocs[sym].mem
     if sym in ctx.windows:
-        return ctx.windows[sym].rhs.type, _memory_of(sym, ctx)
+        return ctx.windows[sym].rhs.type, ctx.memory_of(sym)
     if any(lp.iter is sym for lp in ctx.loops):
         return INDEX, None
     raise LookupError(sym)

@@ -345,17 +345,7 @@ class Unifier:
 
     def memory(self, sym: Sym, path: Path) -> type[Memory] | None:
         """The memory of the caller's buffer ``sym`` (a window's is its buffer's)."""
-        ctx = self.ctx(path)
-        for _ in range(64):
-            if sym not in ctx.windows:
-                break
-            sym = ctx.windows[sym].rhs.sym
-        if sym in ctx.allocs:
-            return ctx.allocs[sym].mem
-        for arg in self.caller.args:
-            if arg.sym is sym:
-                return arg.mem
-        return None
+        return self.ctx(path).memory_of(sym)
 
     def _check_memory(self, param: Sym, sym: Sym, path: Path, where: str) -> None:
         want = self.params[param].mem
