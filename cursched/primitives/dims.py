@@ -5,7 +5,6 @@ allocation's shape and every access in its scope through ``dims_common``).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from cursched.cursors import AllocCursor
@@ -16,7 +15,6 @@ from cursched.ir.nodes import (
     Point,
     WindowExpr,
 )
-from cursched.ir.types import TensorType
 from cursched.primitives.buffer_common import (
     Use,
     minus,
@@ -28,13 +26,13 @@ from cursched.primitives.dims_common import (
     DimUseError,
     Planned,
     alloc_of,
-    apply_plans,
     coords,
     dim_of,
     expr_arg,
     plan_uses,
     positive,
     prove_in,
+    reshape,
     shape_of,
 )
 from cursched.primitives.loop_common import (
@@ -115,11 +113,7 @@ def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCur
         return a.sym, (i, *coords(u))
 
     _, plans = plan_uses(proc, buf, prim, per_use)
-    t = a.type
-    elem = t.elem if isinstance(t, TensorType) else t
-    new = a.replace(type=TensorType(elem, (n, *shape_of(a))))
-    ed, aloc, _, locs = apply_plans(proc, buf, prim, (new,), plans)
-    return ed.done(DimCursors, alloc=aloc, accesses=locs)
+    return reshape(proc, buf, prim, a, (n, *shape_of(a)), plans)
 
 
 # ------------------------------------------------------------------------------ resize_dim
@@ -199,10 +193,7 @@ def resize_dim(
     _, plans = plan_uses(proc, buf, prim, per_use)
     shape = list(shape_of(a))
     shape[d] = n
-    assert isinstance(a.type, TensorType)
-    new = a.replace(type=dataclasses.replace(a.type, shape=tuple(shape)))
-    ed, aloc, _, locs = apply_plans(proc, buf, prim, (new,), plans)
-    return ed.done(DimCursors, alloc=aloc, accesses=locs)
+    return reshape(proc, buf, prim, a, shape, plans)
 
 
 # --------------------------------------------------------------------------- rearrange_dim
@@ -262,10 +253,7 @@ def rearrange_dim(proc: Proc, buf: Buffer, permutation: Any) -> Rewrite[DimCurso
 
     _, plans = plan_uses(proc, buf, prim, per_use)
     shape = shape_of(a)
-    assert isinstance(a.type, TensorType)
-    new = a.replace(type=dataclasses.replace(a.type, shape=tuple(shape[p] for p in perm)))
-    ed, aloc, _, locs = apply_plans(proc, buf, prim, (new,), plans)
-    return ed.done(DimCursors, alloc=aloc, accesses=locs)
+    return reshape(proc, buf, prim, a, [shape[p] for p in perm], plans)
 
 
 # part two lives in dims_split; re-exported so that one import reaches every dimension primitive

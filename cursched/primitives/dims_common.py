@@ -7,12 +7,14 @@ rebuilt in one replace (``_apply``), so a failed precondition leaves nothing hal
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import NotBoundedError, check_le
 from cursched.cursors import AllocCursor, BlockLoc, Cursor, Editor, ExprCursor, NodeLoc
+from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     Alloc,
@@ -25,7 +27,7 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
-from cursched.ir.types import TensorType
+from cursched.ir.types import DataType, TensorType
 from cursched.primitives.buffer_common import (
     Use,
     UseNode,
@@ -152,6 +154,27 @@ def apply_plans(
     rest_loc = BlockLoc(out.parent, out.attr, out.lo + k, out.hi)
     syms = {a.sym for a in new_allocs}
     return ed, NodeLoc(out.stmt_paths()[0]), rest_loc, new_access_locs(rest, rest_loc, syms)
+
+
+def reshape(
+    proc: Proc,
+    buf: AllocCursor,
+    prim: str,
+    a: Alloc,
+    shape: Sequence[Expr],
+    plans: dict[int, Planned],
+) -> Rewrite[DimCursors]:
+    """Give allocation ``a`` the tensor shape ``shape`` and rewrite its uses as ``plans`` say:
+    the last step of every primitive that changes one allocation's dimensions in place."""
+    t = a.type
+    shaped = tuple(shape)
+    if isinstance(t, TensorType):
+        new_type = dataclasses.replace(t, shape=shaped)
+    else:
+        assert isinstance(t, DataType), "an allocation is data"
+        new_type = TensorType(t, shaped)
+    ed, aloc, _, locs = apply_plans(proc, buf, prim, (a.replace(type=new_type),), plans)
+    return ed.done(DimCursors, alloc=aloc, accesses=locs)
 
 
 def prove_in(

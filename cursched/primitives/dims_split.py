@@ -39,6 +39,7 @@ from cursched.primitives.dims_common import (
     dim_of,
     plan_uses,
     recombine,
+    reshape,
     shape_of,
 )
 from cursched.primitives.loop_common import (
@@ -121,10 +122,7 @@ def divide_dim(proc: Proc, buf: Buffer, dim: int, quotient: int) -> Rewrite[DimC
     sa = af.to_aff(size)
     outer = simplified(af.div(sa, q)) if sa is not None else size
     shape[d : d + 1] = [outer, int_const(q)]
-    assert isinstance(a.type, TensorType)
-    new = a.replace(type=dataclasses.replace(a.type, shape=tuple(shape)))
-    ed, aloc, _, locs = apply_plans(proc, buf, prim, (new,), plans)
-    return ed.done(DimCursors, alloc=aloc, accesses=locs)
+    return reshape(proc, buf, prim, a, shape, plans)
 
 
 # -------------------------------------------------------------------------------- mult_dim
@@ -202,10 +200,7 @@ def mult_dim(proc: Proc, buf: Buffer, hi_dim: int, lo_dim: int) -> Rewrite[DimCu
     nshape = list(shape)
     nshape[h] = simplified(ha.scale(k)) if ha is not None else shape[h]
     del nshape[lo_d]
-    assert isinstance(a.type, TensorType)
-    new = a.replace(type=dataclasses.replace(a.type, shape=tuple(nshape)))
-    ed, aloc, _, locs = apply_plans(proc, buf, prim, (new,), plans)
-    return ed.done(DimCursors, alloc=aloc, accesses=locs)
+    return reshape(proc, buf, prim, a, nshape, plans)
 
 
 # --------------------------------------------------------------------------- unroll_buffer
