@@ -34,7 +34,7 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_stmts
+from cursched.ir.traversal import written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
 __all__ = ["CompiledProc", "Compiler", "new_buffer"]
@@ -126,30 +126,9 @@ class Compiler(ExprCompiler):
             nslots=len(self.slots),
             preds=preds,
             shapes=shapes,
-            written=self.written_params(),
+            written=written_args(pd, lambda q: self.callee(q).written),
             body=body,
         )
-
-    def written_params(self) -> frozenset[int]:
-        """Indices of the parameters the body may write: directly, through a window (its
-        root buffer), or by passing them to a callee that writes the matching parameter.
-        """
-        root: dict[Sym, Sym] = {}
-        out: set[Sym] = set()
-        for s in walk_stmts(self.pd.body):
-            match s:
-                case WindowStmt():
-                    root[s.sym] = root.get(s.rhs.sym, s.rhs.sym)
-                case Assign() | Reduce():
-                    out.add(root.get(s.sym, s.sym))
-                case Call():
-                    cw = self.callee(s.proc).written
-                    for i, a in enumerate(s.args):
-                        if i in cw and isinstance(a, Read | WindowExpr):
-                            out.add(root.get(a.sym, a.sym))
-                case _:
-                    pass
-        return frozenset(i for i, a in enumerate(self.pd.args) if a.sym in out)
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...]) -> StmtFn:

@@ -302,6 +302,48 @@ def defined_syms(s: Stmt) -> set[Sym]:
     return out
 
 
+def written_args(
+    p: ProcDef, callee_written: Callable[[ProcDef], frozenset[int]] | None = None
+) -> frozenset[int]:
+    """Positions of the arguments of ``p`` that ``p`` may write: directly, through a window
+    (its root buffer), or by passing them to a callee that writes the matching parameter
+    (instruction bodies included).
+
+    Args:
+        p: the proc.
+        callee_written: the positions a called proc writes, for callers that already keep them
+            (the interpreter's compiled callees); by default this function, memoised per call.
+
+    Returns:
+        The argument indices written.
+    """
+    if callee_written is None:
+        memo: dict[int, frozenset[int]] = {}
+
+        def memoised(q: ProcDef) -> frozenset[int]:
+            if id(q) not in memo:
+                memo[id(q)] = written_args(q, memoised)
+            return memo[id(q)]
+
+        callee_written = memoised
+    root: dict[Sym, Sym] = {}
+    out: set[Sym] = set()
+    for s in walk_stmts(p.body):
+        match s:
+            case WindowStmt():
+                root[s.sym] = root.get(s.rhs.sym, s.rhs.sym)
+            case Assign() | Reduce():
+                out.add(root.get(s.sym, s.sym))
+            case Call():
+                cw = callee_written(s.proc)
+                for i, a in enumerate(s.args):
+                    if i in cw and isinstance(a, Read | WindowExpr):
+                        out.add(root.get(a.sym, a.sym))
+            case _:
+                pass
+    return frozenset(i for i, a in enumerate(p.args) if a.sym in out)
+
+
 def arg_syms(p: ProcDef) -> tuple[Sym, ...]:
     """The parameter symbols of ``p`` in order."""
     return tuple(a.sym for a in p.args)

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from cursched.codegen.build import SANITIZE_CFLAGS, BuildResult, build_library, default_cflags
-from cursched.codegen.c.effects import written_args
 from cursched.codegen.c.expressions import row_major
 from cursched.codegen.c.naming import sanitize as c_ident
 from cursched.codegen.c.pyexpr import py_ctrl
@@ -36,6 +35,7 @@ from cursched.errors import ArgumentError
 from cursched.ir.nodes import ProcDef
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
+from cursched.ir.traversal import written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
 _MAX_INT = 2**62  # sizes and indices stay far from int64 overflow in index arithmetic
