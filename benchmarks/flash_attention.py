@@ -26,10 +26,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from online_softmax import best, load_script, torch_module, with_tile_asserts
-
-FAST = ("-ffast-math",)
-
+from online_softmax import (
+    FAST,
+    best,
+    load_script,
+    print_table,
+    table_row,
+    torch_module,
+    with_tile_asserts,
+)
 
 SCRIPT = load_script("attention")
 attention = with_tile_asserts(SCRIPT.attention, Nq=64, Nk=64)
@@ -66,11 +71,7 @@ def measure(n: int, d: int, kernels: dict[str, Any], torch: Any, ref_tol: float)
         qt, kt, vt = (torch.from_numpy(a)[None, None] for a in (q, k, v))
         sdpa = torch.nn.functional.scaled_dot_product_attention
         times["torch"] = best(lambda: sdpa(qt, kt, vt, scale=1.0), budget=1.0)
-    cs, fast = times["cursched"], times["cs fast"]
-    ratios = [times["numpy"] / cs, times["torch"] / cs]
-    ratios += [times["numpy"] / fast, times["torch"] / fast]
-    cells = [f"{t * 1e3:9.1f}ms" for t in times.values()] + [f"{r:10.2f}x" for r in ratios]
-    return f"{f'{n} x {d}':>11} " + " ".join(cells)
+    return table_row(f"{n} x {d}", times, ms_format="9.1f")
 
 
 def main() -> int:
@@ -89,14 +90,8 @@ def main() -> int:
         f"cursched: flash attention 2 derived by sched/attention.py (key tile {args.key_tile},"
         f" query tile {args.query_tile}); cs fast: the same with {' '.join(FAST)}"
     )
-    head = ["seq x head", *kernels, "numpy", "torch", "numpy/cs", "torch/cs", "np/fast", "tc/fast"]
-    print(" ".join(f"{h:>11}" for h in head))
-    for n, d in sizes:
-        row = measure(n, d, kernels, torch, ref_tol=1e-5)
-        if row is None:
-            return 1
-        print(row)
-    return 0
+    rows = (measure(n, d, kernels, torch, ref_tol=1e-5) for n, d in sizes)
+    return print_table("seq x head", kernels, rows)
 
 
 if __name__ == "__main__":

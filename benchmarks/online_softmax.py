@@ -20,7 +20,7 @@ import argparse
 import importlib.util
 import sys
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -96,6 +96,28 @@ def numpy_softmax(x: np.ndarray, y: np.ndarray) -> None:
     np.divide(e, e.sum(axis=1, keepdims=True), out=y)
 
 
+def table_row(label: str, times: dict[str, float], ms_format: str = "9.2f") -> str:
+    """One line of a benchmark table: ``label``, each time (in ms, in ``times``' order), then
+    numpy's and torch's time over cursched's (default flags, then ``cs fast``)."""
+    cs, fast = times["cursched"], times["cs fast"]
+    ratios = [times["numpy"] / cs, times["torch"] / cs]
+    ratios += [times["numpy"] / fast, times["torch"] / fast]
+    cells = [f"{t * 1e3:{ms_format}}ms" for t in times.values()] + [f"{q:10.2f}x" for q in ratios]
+    return f"{label:>11} " + " ".join(cells)
+
+
+def print_table(first: str, kernels: dict[str, Any], rows: Iterable[str | None]) -> int:
+    """Print the header (``first``, the kernels, the peers, the ratios of ``table_row``), then
+    each row as it comes; 1 at the first row that is None (a wrong kernel), else 0."""
+    head = [first, *kernels, "numpy", "torch", "numpy/cs", "torch/cs", "np/fast", "tc/fast"]
+    print(" ".join(f"{h:>11}" for h in head))
+    for row in rows:
+        if row is None:
+            return 1
+        print(row)
+    return 0
+
+
 def measure(r: int, c: int, kernels: dict[str, Any], torch: Any) -> str | None:
     """One line of the table for ``r x c`` (None when a kernel's result is wrong)."""
     x = np.random.default_rng(0).standard_normal((r, c)).astype(np.float32)
@@ -116,11 +138,7 @@ def measure(r: int, c: int, kernels: dict[str, Any], torch: Any) -> str | None:
     if torch is not None:
         xt = torch.from_numpy(x)
         times["torch"] = best(lambda: torch.softmax(xt, dim=1))
-    cs, fast = times["cursched"], times["cs fast"]
-    ratios = [times["numpy"] / cs, times["torch"] / cs]
-    ratios += [times["numpy"] / fast, times["torch"] / fast]
-    cells = [f"{t * 1e3:9.2f}ms" for t in times.values()] + [f"{q:10.2f}x" for q in ratios]
-    return f"{f'{r} x {c}':>11} " + " ".join(cells)
+    return table_row(f"{r} x {c}", times)
 
 
 def main() -> int:
@@ -139,14 +157,7 @@ def main() -> int:
     print("torch:", torch.__version__ if torch is not None else "not installed")
     print("cursched: the derived kernel, default flags; cs fast: the same with", " ".join(FAST))
     print("naive C: the two-pass proc compiled as written; ratios are peer time / cursched time")
-    head = ["rows x cols", *kernels, "numpy", "torch", "numpy/cs", "torch/cs", "np/fast", "tc/fast"]
-    print(" ".join(f"{h:>11}" for h in head))
-    for r, c in sizes:
-        row = measure(r, c, kernels, torch)
-        if row is None:
-            return 1
-        print(row)
-    return 0
+    return print_table("rows x cols", kernels, (measure(r, c, kernels, torch) for r, c in sizes))
 
 
 if __name__ == "__main__":
