@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from corpus.procs_kernels import sgemm
 
 from cursched import DRAM, instr, proc
 from cursched.analysis.bounds import check_bounds
@@ -152,14 +153,6 @@ def test_instr_bodies_are_checked() -> None:
         @instr("{dst_data}[0] = 0;")
         def bad_instr(dst: [f32][4] @ DRAM):
             dst[4] = 0.0
-
-
-@proc
-def sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM):
-    for i in seq(0, M):
-        for j in seq(0, N):
-            for k in seq(0, K):
-                C[i, j] += A[i, k] * B[k, j]
 
 
 def test_correct_proc_passes_quickly() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from corpus.procs_kernels import sgemm
 
 from cursched import DRAM, proc
 from cursched.analysis import affine as af
@@ -56,14 +57,6 @@ def test_simplify_with_a_path_context() -> None:
     j = ctx.loops[1].iter
     e = BinOp("/", Read(j, (), INDEX), Const(8, INT), INDEX)
     assert print_expr(af.simplify_expr(e, ctx)) == "0"
-
-
-@proc
-def sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM):
-    for i in seq(0, M):
-        for j in seq(0, N):
-            for k in seq(0, K):
-                C[i, j] += A[i, k] * B[k, j]
 
 
 def test_cheap_checks_decide_sgemm_without_smt() -> None:
