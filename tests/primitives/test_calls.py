@@ -250,16 +250,18 @@ def test_call_eqv_unrelated_proc() -> None:
         call_eqv(caller, "scal(_)", triple)
 
 
+@proc
+def two(n: size, x: [f32][n] @ DRAM):
+    x[0] = 1.0
+    x[0] = 2.0
+
+
+@proc
+def uses_two(x: f32[4] @ DRAM):
+    two(4, x)
+
+
 def test_call_eqv_unchecked_step() -> None:
-    @proc
-    def two(n: size, x: [f32][n] @ DRAM):
-        x[0] = 1.0
-        x[0] = 2.0
-
-    @proc
-    def uses_two(x: f32[4] @ DRAM):
-        two(4, x)
-
     swapped, _ = reorder_stmts(two, "x[0] = 1.0; x[0] = 2.0", unsafe_skip_checks=True)
     with pytest.raises(CallEqvNotProvenError, match="unsafe_skip_checks"):
         call_eqv(uses_two, "two(_)", swapped)
@@ -366,15 +368,6 @@ def test_call_eqv_common_ancestor_and_back() -> None:
 
 
 def test_call_eqv_common_ancestor_with_an_unchecked_step() -> None:
-    @proc
-    def two(n: size, x: [f32][n] @ DRAM):
-        x[0] = 1.0
-        x[0] = 2.0
-
-    @proc
-    def uses_two(x: f32[4] @ DRAM):
-        two(4, x)
-
     renamed, _ = rename(two, "two_b")
     swapped, _ = reorder_stmts(two, "x[0] = 1.0; x[0] = 2.0", unsafe_skip_checks=True)
     p, c = call_eqv(uses_two, "two(_)", renamed)
