@@ -40,7 +40,19 @@ from cursched.cursors import BlockCursor, Cursor, GapCursor, make_cursor
 from cursched.errors import BoundsError
 from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
-from cursched.ir.nodes import BinOp, Call, Const, Expr, For, ProcDef, Read, Stmt, USub, WindowExpr
+from cursched.ir.nodes import (
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    Extern,
+    For,
+    ProcDef,
+    Read,
+    Stmt,
+    USub,
+    WindowExpr,
+)
 from cursched.ir.traversal import map_expr_children, map_stmt_children, subst_stmt, walk_stmts
 from cursched.ir.types import BOOL, F32, INDEX, ControlType
 from cursched.ir.verify import verify_proc
@@ -101,7 +113,7 @@ def check_par_loops(original: Proc, new: Proc) -> None:
 
 def _erase_types(e: Expr) -> Expr:
     e = map_expr_children(e, _erase_types)
-    if isinstance(e, Const | BinOp | USub) and e.type != BOOL:
+    if isinstance(e, Const | BinOp | USub | Extern) and e.type != BOOL:
         return e.replace(type=INDEX if isinstance(e.type, ControlType) else F32)
     if isinstance(e, WindowExpr):  # its extents are derived (``i + 1 - i`` or ``1``)
         return e.replace(type=dataclasses.replace(e.type, shape=()))
