@@ -19,6 +19,7 @@ Environment:
     derandomised, keeps this file under a minute). Without it the run is deterministic, so
     the suite on main stays reproducible.
     ``CURSCHED_FUZZ_ONLY=split,fuse``: only these primitives (to minimise a finding).
+    ``CURSCHED_FUZZ_STEPS=N``: schedules of up to N steps (default 6).
     ``CURSCHED_FUZZ_UNEXPORTED=1``: also primitives not exported from ``cursched`` yet.
 
 ``benchmarks/fuzz_campaign.py`` runs a campaign that records every distinct finding instead
@@ -61,6 +62,7 @@ from tests.primitives.fuzzgen import ENV, HELPERS, proc_text
 from tests.primitives.fuzzsteps import NoTarget, available_steps
 
 EXAMPLES = int(os.environ.get("CURSCHED_FUZZ_EXAMPLES", "0"))
+MAX_STEPS = int(os.environ.get("CURSCHED_FUZZ_STEPS", "6"))
 LONG = EXAMPLES > 0
 
 
@@ -176,7 +178,7 @@ def run_schedule(text: str, data: st.DataObject, log: list[str]) -> None:
     steps = available_steps()
     p = original
     replayable = True
-    for _ in range(data.draw(st.integers(1, 6), label="number of steps")):
+    for _ in range(data.draw(st.integers(1, MAX_STEPS), label="number of steps")):
         name, prim, step = data.draw(st.sampled_from(steps), label="primitive")
 
         def recorded(*args: Any, _prim: Any = prim, _name: str = name, **kw: Any) -> Any:
@@ -240,4 +242,8 @@ def test_every_exported_primitive_has_a_step() -> None:
         {n for n, _, _ in available_steps()} if not os.environ.get("CURSCHED_FUZZ_ONLY") else prims
     )
     assert registry is not None
-    assert prims <= covered, f"primitives without a fuzz step: {sorted(prims - covered)}"
+    missing = sorted(prims - covered)
+    assert not missing, (
+        f"exported primitives without a fuzz step: {missing}; add one to STEPS in "
+        "tests/primitives/fuzzsteps.py (a function drawing the target through cursors)"
+    )
