@@ -75,14 +75,14 @@ def main() -> None:
             prim = log[-1].split("(")[0] if log else "?"
             first = str(e).split("\n")[0]
             # symbol ids, versions and paths differ between occurrences of one bug
-            first = re.sub(r"_\d+|\bv\d+|\[\d+\]", "", first)[:160]
+            first = re.sub(r"_\d+|\bv\d+|\[\d+\]|:\d+:\d+", "", first)[:160]
             key = (prim, type(e).__name__, first)
             counts[f"{key}"] += 1
             if key not in findings:
                 notes = "\n".join(getattr(e, "__notes__", []))
                 tb = "".join(traceback.format_exception(e)[-3:])
                 findings[key] = [text, "\n".join(log), notes, tb]
-                print(f"FINDING {len(findings)}: {key}", flush=True)
+                print(f"FINDING {len(findings)}: {key}\n{text}\n{findings[key][1]}", flush=True)
         else:
             for name in log:
                 if "# refused: " in name:
