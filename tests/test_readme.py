@@ -24,7 +24,7 @@ TESTS = "python -m pytest -q -W error"
 def test_readme_starts_with_the_two_setup_commands() -> None:
     (lang1, first), (lang2, second) = BLOCKS[:2]
     assert (lang1, lang2) == ("bash", "bash")
-    assert first.strip() == f"{INSTALL} && python sched/quickstart.py"
+    assert first.strip() == f"{INSTALL} && python sched/tiled_matmul.py"
     assert "bash .ci/run" in second and TESTS in second
     # nothing but a one-line intro before the first command
     assert README.index("```bash") < 200
