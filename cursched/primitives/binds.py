@@ -32,6 +32,7 @@ from cursched.ir.nodes import (
     Alloc,
     Assign,
     Expr,
+    Pass,
     ProcDef,
     Read,
     Reduce,
@@ -357,7 +358,13 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
     if reads:
         _check_unchanged(prim, ir, after, last, node.rhs, assign, "the assigned value")
     ed = Editor(ir)
-    ed.delete(block, hint="inlined by inline_assign; use .reads")
+    hint = "inlined by inline_assign; use .reads"
+    if len(stmt_list(ir, block.parent, block.attr)) == 1:
+        # a body never becomes empty (as delete_buffer): an empty one prints as `pass`, which
+        # parses back to a Pass, and other primitives crash on it (bugs.md F2)
+        ed.replace(block, (Pass(),), hint=hint)
+    else:
+        ed.delete(block, hint=hint)
     out: list[NodeLoc] = []
     for path in reads:
         loc = ed.forward(NodeLoc(path))
