@@ -99,6 +99,11 @@ def divide_dim(proc: Proc, buf: Buffer, dim: int, quotient: int) -> Rewrite[DimC
         )
     q = quotient
     size = shape_of(a)[d]
+    if isinstance(size, Const) and size.value % q != 0:
+        # decided without the context: in code that never runs, the context proves anything
+        # (bugs.md F5), and a constant size is divisible or not wherever it stands
+        msg = f"{q} does not divide the size {size.value} of dimension {d}"
+        raise fail(DivideDimNotDivisibleError, prim, msg, buf)
     try:
         check_divides(proc.ir(), buf.path(), q, size, primitive=prim)
     except NotDivisibleError as ex:
