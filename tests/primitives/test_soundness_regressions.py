@@ -1,0 +1,62 @@
+"""Regression tests for the findings of the soundness fuzzer (``test_soundness_fuzz.py``).
+
+Each test is the minimised finding as written in the bug list (its id in the test name): the
+proc, the primitive call, and the property that failed (a crash, an ill-formed result, a
+printout that does not parse back).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cursched import SchedulingError, remove_loop, split, unroll_loop
+from cursched.ir.nodes import For, Pass
+from cursched.primitives.binds import inline_assign
+from cursched.primitives.dims_split import DivideDimNotDivisibleError, divide_dim
+from cursched.testing import assert_equivalent
+from tests.primitives.test_soundness_fuzz import check_cursors, check_roundtrip, make
+
+HEAD = (
+    "def fz(n: size, x: f32[n + 8] @ DRAM, y: f32[n + 8] @ DRAM, z: f32[4, n + 8] @ DRAM, "
+    "s: f32 @ DRAM):\n"
+)
+
+
+def test_f2_inline_assign_leaves_a_pass_in_a_body_it_empties() -> None:
+    p = make(
+        HEAD + "    assert n >= 1\n"
+        "    for i in seq(0, n):\n"
+        "        t: f32[4] @ DRAM\n"
+        "        for a in seq(0, 4):\n"
+        "            t[a] = 1.0\n"
+    )
+    q, _ = inline_assign(p, p.find("t[_] = _"))
+    inner = q.find_loop("a").loop()
+    assert isinstance(inner, For) and len(inner.body) == 1 and isinstance(inner.body[0], Pass)
+    check_roundtrip(q)
+    # the primitives that crashed on the empty body it used to leave
+    for step in (
+        lambda: unroll_loop(q, q.find_loop("a")),
+        lambda: split(q, q.find_loop("a"), 2, ("ao", "ai"), tail="cut"),
+        lambda: remove_loop(q, q.find_loop("a")),
+    ):
+        try:
+            r, cursors = step()
+        except SchedulingError:
+            continue
+        check_cursors(r, cursors)
+        check_roundtrip(r)
+        assert_equivalent(p, r, trials=2)
+
+
+def test_f5_divide_dim_of_a_constant_size_is_refused_in_code_that_never_runs() -> None:
+    p = make(
+        "def fz(n: size, x: f32[n + 8] @ DRAM):\n"
+        "    assert n >= 1\n"
+        "    for i in seq(n, n):\n"
+        "        c: f32[2] @ DRAM\n"
+        "        c[0] = 1.0\n"
+        "        x[i] = c[0]\n"
+    )
+    with pytest.raises(DivideDimNotDivisibleError):
+        divide_dim(p, p.find("c: _"), 0, 4)
