@@ -192,7 +192,7 @@ def write(draw: st.DrawFn, sc: Scope) -> list[str]:
 
 @st.composite
 def cond(draw: st.DrawFn, sc: Scope) -> str:
-    opts = ["n > 3", "n < 6", "n % 2 == 0"]
+    opts = ["n > 3", "n < 6", "n % 2 == 0", "m < n", "m == 2"]
     for v in sc.big + sc.small + sc.quad:
         opts += [f"{v} < 2", f"{v} % 2 == 0", f"{v} >= 1", f"{v} == 0"]
     # decidable ones, for eliminate_dead_code and simplify
@@ -217,7 +217,8 @@ def loop_header(draw: st.DrawFn, sc: Scope, names: Names) -> tuple[str, Scope]:
         inner.quad.append(v)
         return f"for {v} in seq(0, n / 4):", inner
     inner.big.append(v)
-    more = ["1, n", "0, n - 1", "2, n", "n, n"]  # the last never runs (eliminate_dead_code)
+    # "n, n" never runs (eliminate_dead_code); m <= n is asserted
+    more = ["1, n", "0, n - 1", "2, n", "n, n", "0, m", "1, m", "m, n"]
     bounds = "0, n" if kind == "big" else draw(st.sampled_from(more))
     return f"for {v} in seq({bounds}):", inner
 
@@ -453,9 +454,10 @@ def proc_text(draw: st.DrawFn) -> str:
     if draw(st.integers(0, 4)) == 0:
         body = draw(scan_pair(names)) + body
     lines = [
-        "def fz(n: size, x: f32[n + 8] @ DRAM, y: f32[n + 8] @ DRAM, "
+        "def fz(n: size, m: size, x: f32[n + 8] @ DRAM, y: f32[n + 8] @ DRAM, "
         "z: f32[4, n + 8] @ DRAM, s: f32 @ DRAM):",
         f"    assert {pred}",
+        "    assert m <= n",
         *_indent(body, "    "),
     ]
     return "\n".join(lines) + "\n"

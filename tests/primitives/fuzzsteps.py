@@ -156,8 +156,8 @@ def accesses(ss: tuple[Stmt, ...]) -> list[tuple[str, tuple[str, ...]]]:
 # Each takes (the primitive, the proc, the hypothesis data) and returns what the primitive
 # returns. The names are the primitives' names.
 
-LOOP_BOUNDS = ["0", "1", "2", "3", "n", "n - 1", "n / 2", "n + 1"]
-CONDS = ["n > 2", "n == 4", "n % 2 == 0", "n < 3", "n >= 1", "n > 2 and n < 6"]
+LOOP_BOUNDS = ["0", "1", "2", "3", "n", "n - 1", "n / 2", "n + 1", "m", "m + 1"]
+CONDS = ["n > 2", "n == 4", "n % 2 == 0", "n < 3", "n >= 1", "n > 2 and n < 6", "m == n", "m < 2"]
 
 
 def _split(f: Any, p: Proc, data: st.DataObject) -> Any:
@@ -196,11 +196,11 @@ def _cut(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _shift(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(["0", "1", "2", "n", "-1"])))
+    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(["0", "1", "2", "n", "-1", "m"])))
 
 
 def _mult(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, pick(data, loops(p)), "m")
+    return f(p, pick(data, loops(p)), "ml")
 
 
 def _scope_stmt(f: Any, p: Proc, data: st.DataObject) -> Any:
@@ -213,7 +213,7 @@ def _lift_scope(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _add_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
-    hi = data.draw(st.sampled_from(["0", "1", "2", "n", "4"]))
+    hi = data.draw(st.sampled_from(["0", "1", "2", "n", "4", "m"]))
     return f(p, a_block(p, data), "r", hi, guard=data.draw(st.booleans()))
 
 
