@@ -276,6 +276,24 @@ class SetWindowFlagError(SchedulingError):
     """set_window, precondition 2: the flag is not a bool."""
 
 
+class SetWindowCallError(SchedulingError):
+    """set_window, precondition 3: the parameter is passed whole to a call whose parameter
+    is a contiguous tensor, which cannot take a window."""
+
+
+def _whole_to_tensor_param(stmts: tuple[Stmt, ...], sym: Sym) -> Call | None:
+    """The first call passing ``sym`` whole to a non-window tensor parameter."""
+    for c in walk_stmts(stmts):
+        if not isinstance(c, Call):
+            continue
+        for a, param in zip(c.args, c.proc.args, strict=True):
+            t = param.type
+            whole = isinstance(a, Read) and a.sym is sym and not a.idx
+            if whole and isinstance(t, TensorType) and not t.window:
+                return c
+    return None
+
+
 @primitive
 def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[BufferCursors]:
     """Make a tensor parameter a window parameter (``[f32][n]``) or a plain one (``f32[n]``).
@@ -291,6 +309,8 @@ def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[Buffe
     Preconditions:
         1. ``arg`` is a tensor parameter (``SetWindowNotArgError``).
         2. ``is_window`` is a bool (``SetWindowFlagError``).
+        3. when making a window, no call takes the parameter whole as a contiguous tensor
+           (``SetWindowCallError``; found by the soundness fuzzer, bugs.md F6).
 
     Forwards/Kills:
         ``arg`` forwards to ``buffer``; nothing dies.
@@ -307,6 +327,10 @@ def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[Buffe
         raise fail(SetWindowFlagError, name, f"the flag must be a bool, got {is_window!r}", arg)
     node = arg.node()
     assert isinstance(node.type, TensorType)
+    bad = _whole_to_tensor_param(proc.ir().body, node.sym) if is_window else None
+    if bad is not None:
+        msg = f"{node.sym.name} is passed whole to {bad.proc.name}, which takes a contiguous tensor"
+        raise fail(SetWindowCallError, name, msg, arg)
     ntype = dataclasses.replace(node.type, window=is_window)
     new = node.replace(type=ntype)
     ir = proc.ir()
@@ -335,6 +359,7 @@ __all__ = [
     "SetPrecisionError",
     "SetPrecisionNotDataError",
     "SetPrecisionSharedError",
+    "SetWindowCallError",
     "SetWindowFlagError",
     "SetWindowNotArgError",
     "set_memory",
