@@ -9,9 +9,18 @@ from __future__ import annotations
 
 import pytest
 
-from cursched import SchedulingError, remove_loop, split, unroll_loop
+from cursched import (
+    SchedulingError,
+    extract_subproc,
+    remove_loop,
+    set_window,
+    split,
+    stage_mem,
+    unroll_loop,
+)
 from cursched.ir.nodes import For, Pass
 from cursched.primitives.binds import inline_assign
+from cursched.primitives.buffer_attrs import SetWindowCallError
 from cursched.primitives.dims_split import DivideDimNotDivisibleError, divide_dim
 from cursched.testing import assert_equivalent
 from tests.primitives.test_soundness_fuzz import check_cursors, check_roundtrip, make
@@ -60,3 +69,18 @@ def test_f5_divide_dim_of_a_constant_size_is_refused_in_code_that_never_runs() -
     )
     with pytest.raises(DivideDimNotDivisibleError):
         divide_dim(p, p.find("c: _"), 0, 4)
+
+
+def test_f1_stage_mem_of_a_point_refuses_a_block_passing_a_window_of_it() -> None:
+    p = make(HEAD + "    assert n >= 1\n    for i in seq(0, n):\n        addone(1, x[i:i + 1])\n")
+    with pytest.raises(SchedulingError):
+        stage_mem(p, p.find_loop("i").body(), "x[i]", "stg")
+
+
+def test_f6_set_window_refuses_a_parameter_passed_whole_to_a_contiguous_one() -> None:
+    p = make("def fz(n: size, x: f32[n + 8] @ DRAM):\n    assert n >= 1\n    x[0] = 1.0\n")
+    q, c = extract_subproc(p, p.body()[0], "sub")
+    with pytest.raises(SetWindowCallError):
+        set_window(q, q.args()[1], True)
+    r, _ = set_window(c.subproc, c.subproc.args()[1], True)  # the callee itself may change
+    check_roundtrip(r)
