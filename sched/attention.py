@@ -15,7 +15,11 @@ row. The schedule:
 4. query tiles: ``split`` the row loop, give ``m`` and ``l`` one element per row of the tile
    (``expand_dim``, ``lift_alloc``), ``fission`` the row loop around the key loop and
    ``reorder_loops`` so that each key tile is visited once per query tile, then ``stage_mem``
-   the key tile (transposed by ``rearrange_dim``) and the value tile.
+   the key tile (transposed by ``rearrange_dim``) and the value tile;
+5. the weighted values for all rows of a query tile at once: give the weights one row per
+   query row (``expand_dim``, ``lift_alloc``), ``fission`` the row loop before the
+   accumulation and the sum out of it, and ``reorder_loops`` so that the rows are inside the
+   keys (independent accumulations, each value row loaded once per query tile).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -144,7 +148,7 @@ def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
     p, w = bind_expr(p, (l_up.rhs(), o_up.rhs().lhs()), "w")
     p, wt = expand_dim(p, w.alloc, key_tile, "ii")
     p, _ = lift_alloc(p, wt.alloc)
-    p, _ = fission(p, w.assign.after())
+    p, pv = fission(p, w.assign.after())
     # 3. the scores of a tile computed in the same pass (the key dimension innermost, so a
     # score row is an axpy), kept for one tile only
     p, st = split(p, scores, key_tile, ("io", "ii"), tail="perfect")
@@ -165,7 +169,16 @@ def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
     p, kt = stage_mem(p, swapped.inner, f"K[{window}]", "Kt")
     p, _ = rearrange_dim(p, kt.alloc, (1, 0))  # the key tile transposed
     p, _ = stage_mem(p, swapped.inner, f"V[{window}]", "Vt")
-    del qt
+    # 5. the weighted values of a key tile for all rows of the query tile at once, the rows
+    # inside the keys: each row's output is an independent chain (no store-to-load
+    # forwarding of one row's output from one key to the next) and a value row is loaded
+    # once for the whole query tile
+    p, wq = expand_dim(p, wt.alloc, query_tile, "rr")
+    p, _ = lift_alloc(p, wq.alloc)
+    p, rows_pv = fission(p, pv.second.before())
+    p, sums = fission(p, pv.second.body()[0].after(), n_lifts=2)
+    p, _ = reorder_loops(p, sums.second)
+    del qt, rows_pv
     return p
 
 
