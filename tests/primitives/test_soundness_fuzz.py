@@ -55,7 +55,7 @@ from cursched.ir.nodes import (
     WindowExpr,
 )
 from cursched.ir.traversal import map_expr_children, map_stmt_children, subst_stmt, walk_stmts
-from cursched.ir.types import BOOL, F32, INDEX, ControlType
+from cursched.ir.types import BOOL, F32, INDEX, ControlType, TensorType
 from cursched.ir.verify import verify_proc
 from cursched.testing import assert_equivalent
 from tests.primitives.fuzzgen import ENV, HELPERS, proc_text
@@ -118,6 +118,8 @@ def _erase_types(e: Expr) -> Expr:
     if isinstance(e, Const | BinOp | USub | Extern) and e.type != BOOL:
         return e.replace(type=INDEX if isinstance(e.type, ControlType) else F32)
     if isinstance(e, WindowExpr):  # its extents are derived (``i + 1 - i`` or ``1``)
+        return e.replace(type=dataclasses.replace(e.type, shape=()))
+    if isinstance(e, Read) and isinstance(e.type, TensorType):  # a whole window, passed on
         return e.replace(type=dataclasses.replace(e.type, shape=()))
     return e
 
