@@ -78,7 +78,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--key-tile", type=int, default=64)
-    ap.add_argument("--query-tile", type=int, default=16)
+    ap.add_argument("--query-tile", type=int, default=64)
     args = ap.parse_args()
     sizes = [(256, 64), (512, 64)] if args.quick else [(1024, 64), (2048, 64), (4096, 64)]
 
