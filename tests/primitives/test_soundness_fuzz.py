@@ -7,7 +7,8 @@ Property (issues 6 and 7, "zero unsound acceptances"): each step either raises a
 2. returns cursors that all point into the new proc and resolve there;
 3. is equivalent to the ORIGINAL proc under the interpreter (``assert_equivalent``, a few
    trials at small sizes), also with every ``par`` loop run backwards (races show up);
-4. prints to text that parses back to an alpha-equivalent proc (contract 3);
+4. prints to text that parses back to an alpha-equivalent proc (contract 3; compared modulo
+   the types of literals and operations and derived window extents, see ``_erased``);
 5. has a ``history()`` that replays to the same proc.
 
 Any other exception is a crash, hence a finding too. Procs come from ``fuzzgen`` (loop
