@@ -4,7 +4,8 @@ CPU, all single-threaded, in one run.
 
 Prints, per size, the time of each and the ratios (peer time / cursched time: above 1 means
 cursched is faster). Aim (issue 8): flash attention faster than both. The derived kernel runs
-with the default flags and with ``-ffast-math`` (vectorised ``expf`` and reductions).
+with the default flags, with ``compile(vector_math=True)`` (vectorised ``expf`` only) and with
+``-ffast-math`` (vectorised ``expf`` and reductions).
 
 Run: python benchmarks/flash_attention.py            (sequence length up to 4096, head dim 64)
      python benchmarks/flash_attention.py --quick    (small sizes, a few seconds)
@@ -83,12 +84,17 @@ def main() -> int:
     sizes = [(256, 64), (512, 64)] if args.quick else [(1024, 64), (2048, 64), (4096, 64)]
 
     derived = SCRIPT.schedule_flash(attention, args.key_tile, args.query_tile)
-    kernels = {"cursched": derived.compile(), "cs fast": derived.compile(extra_cflags=FAST)}
+    kernels = {
+        "cursched": derived.compile(),
+        "cs vec": derived.compile(vector_math=True),
+        "cs fast": derived.compile(extra_cflags=FAST),
+    }
     torch = torch_module()
     print("torch:", torch.__version__ if torch is not None else "not installed")
     print(
         f"cursched: flash attention 2 derived by sched/attention.py (key tile {args.key_tile},"
-        f" query tile {args.query_tile}); cs fast: the same with {' '.join(FAST)}"
+        f" query tile {args.query_tile}); cs vec: compile(vector_math=True); cs fast: the"
+        f" same with {' '.join(FAST)}"
     )
     rows = (measure(n, d, kernels, torch, ref_tol=1e-5) for n, d in sizes)
     return print_table("seq x head", kernels, rows)

@@ -31,6 +31,7 @@ from cursched.codegen.c.expressions import row_major
 from cursched.codegen.c.naming import sanitize as c_ident
 from cursched.codegen.c.pyexpr import py_ctrl
 from cursched.codegen.c.unit import CFunction, generate_unit
+from cursched.codegen.c.vector_math import VECTOR_MATH_CFLAGS, with_vector_math
 from cursched.errors import ArgumentError
 from cursched.ir.nodes import ProcDef
 from cursched.ir.printer import print_expr
@@ -311,6 +312,7 @@ def compile_proc(
     extra_cflags: tuple[str, ...] | list[str] = (),
     sanitize: bool = False,
     fp_contract_off: bool = False,
+    vector_math: bool = False,
 ) -> Callable[..., None]:
     """Compile ``p`` to C and return a callable running it on numpy arrays and ints.
 
@@ -324,6 +326,11 @@ def compile_proc(
             copied back (see ``cursched.codegen.c.sanitize``).
         fp_contract_off: add ``-ffp-contract=off`` (no fused multiply-add), for results
             bitwise equal to the interpreter's.
+        vector_math: opt-in: let the compiler vectorise calls of ``expf``, ``logf``, ``sinf``
+            (and the double ones) with glibc's libmvec (``-fno-math-errno`` and the variants'
+            declarations; see ``cursched.codegen.c.vector_math``). Unlike ``-ffast-math`` it
+            keeps infinities, NaN and the order of reductions; a vectorised call may differ
+            from the scalar libm's result by a few ulp.
 
     Returns:
         ``call(*args, **kwargs)``, taking arguments like ``p.interpret``; it has the
@@ -341,7 +348,11 @@ def compile_proc(
     flags += tuple(extra_cflags)
     if fp_contract_off:
         flags += ("-ffp-contract=off",)
-    built: BuildResult = build_library(unit.name, unit.c_source, flags)
+    source = unit.c_source
+    if vector_math:
+        flags += VECTOR_MATH_CFLAGS
+        source = with_vector_math(source)
+    built: BuildResult = build_library(unit.name, source, flags)
     root = unit.roots[0]
     entry = f"cs_entry_{root.cname}" if shim else root.cname
     specs = _specs(p)
@@ -363,7 +374,7 @@ def compile_proc(
     exec(compile(src, f"<cursched wrapper of {p.name}>", "exec"), ns)
     call: Callable[..., None] = ns["call"]
     for attr, val in (
-        ("c_source", unit.c_source),
+        ("c_source", source),
         ("h_source", unit.h_source),
         ("lib_path", built.lib_path),
         ("source_path", built.source_path),
