@@ -104,7 +104,9 @@ def _parse_control(node: ast.expr, names: dict[str, Read]) -> Expr | None:
             a, b = _parse_control(lhs, names), _parse_control(rhs, names)
             if a is None or b is None:
                 return None
-            return BinOp(_ARITH[type(op)], a, b, INT)  # type: ignore[arg-type]
+            # the frontend's rule (typecheck.arith_type): int only when both sides are int
+            t = INT if a.type == INT and b.type == INT else INDEX
+            return BinOp(_ARITH[type(op)], a, b, t)  # type: ignore[arg-type]
         case ast.Compare(left=lhs, ops=[op], comparators=[rhs]) if type(op) in _CMP:
             a, b = _parse_control(lhs, names), _parse_control(rhs, names)
             if a is None or b is None:
