@@ -13,16 +13,20 @@ from cursched import (
     SchedulingError,
     extract_subproc,
     remove_loop,
+    rewrite_expr,
     set_window,
     split,
     stage_mem,
     unroll_loop,
 )
+from cursched.frontend import parse_source
+from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import For, Pass
 from cursched.primitives.binds import inline_assign
 from cursched.primitives.buffer_attrs import SetWindowCallError
 from cursched.primitives.dims_split import DivideDimNotDivisibleError, divide_dim
 from cursched.testing import assert_equivalent
+from tests.primitives.fuzzgen import ENV
 from tests.primitives.test_soundness_fuzz import check_cursors, check_roundtrip, make
 
 HEAD = (
@@ -84,3 +88,11 @@ def test_f6_set_window_refuses_a_parameter_passed_whole_to_a_contiguous_one() ->
         set_window(q, q.args()[1], True)
     r, _ = set_window(c.subproc, c.subproc.args()[1], True)  # the callee itself may change
     check_roundtrip(r)
+
+
+def test_f4_rewrite_expr_types_a_new_control_expression_as_the_frontend_does() -> None:
+    p = make(
+        "def fz(n: size, x: f32[n + 8] @ DRAM):\n    for i in seq(0, n):\n        x[i] = 1.0\n"
+    )
+    q, _ = rewrite_expr(p, p.find_loop("i").hi(), "0 + n")
+    assert alpha_equal(parse_source(str(q), ENV), q.ir())  # strictly, types included
