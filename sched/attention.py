@@ -21,10 +21,12 @@ row. The schedule:
    accumulation and the sum out of it, and ``reorder_loops`` so that the rows are inside the
    keys (independent accumulations, each value row loaded once per query tile);
 6. then the head dimension outermost and the query rows innermost (``rearrange_dim`` of the
-   weights, ``reorder_loops`` twice), and ``stage_mem`` a column of the output tile in a
-   buffer of ``query_tile`` values: the compiler keeps it in vector registers over the keys
-   of the tile, as it keeps the score row over the head dimension. This wants a query tile
-   of at least two vector registers (32 floats with AVX-512); the benchmark uses 64.
+   weights, ``reorder_loops`` twice; the sums of the weights too, so that the rows' sums
+   are added side by side, each still in key order), and ``stage_mem`` a column of the
+   output tile in a buffer of ``query_tile`` values: the compiler keeps it in vector
+   registers over the keys of the tile, as it keeps the score row over the head dimension.
+   This wants a query tile of at least two vector registers (32 floats with AVX-512), so
+   ``schedule_flash`` takes it from 32 rows on (``stage_columns``); the benchmark uses 64.
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -136,8 +138,12 @@ def schedule_row(p: Proc) -> Proc:
     return p
 
 
-def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
-    """Flash attention 2: key tiles of ``key_tile``, query tiles of ``query_tile`` rows."""
+def schedule_flash(
+    p: Proc, key_tile: int = 16, query_tile: int = 4, stage_columns: bool | None = None
+) -> Proc:
+    """Flash attention 2: key tiles of ``key_tile``, query tiles of ``query_tile`` rows;
+    step 6 (output columns staged) when ``stage_columns``, by default when ``query_tile`` is
+    at least 32 (with fewer rows its one or two register chains are slower than step 5)."""
     # the patterns: the four key loops, the row loop, the score row and the statistics
     scores, maxes, sums, values = p.find_loop("i", many=True)
     rows = p.find_loop("r")
@@ -181,17 +187,21 @@ def schedule_flash(p: Proc, key_tile: int = 16, query_tile: int = 4) -> Proc:
     p, wq = expand_dim(p, wt.alloc, query_tile, "rr")
     p, _ = lift_alloc(p, wq.alloc)
     p, rows_pv = fission(p, pv.second.before())
-    p, sums = fission(p, pv.second.body()[0].after(), n_lifts=2)
-    p, keys_out = reorder_loops(p, sums.second)
-    # 6. the query rows innermost and contiguous (the weights transposed), the head dimension
-    # outermost: a column of the output tile is staged in a buffer of ``query_tile`` values
-    # that the compiler keeps in vector registers over the keys of the tile, like the score
-    # row in the score loop
-    p, _ = rearrange_dim(p, wq.alloc, (1, 0))
-    p, _ = reorder_loops(p, keys_out.inner)
-    p, heads_out = reorder_loops(p, keys_out.outer)
-    column = f"O[{query_tile} * rt:{query_tile} * rt + {query_tile}, d]"
-    p, _ = stage_mem(p, heads_out.inner, column, "acc")
+    p, sum_out = fission(p, pv.second.body()[0].after(), n_lifts=2)
+    p, keys_out = reorder_loops(p, sum_out.second)
+    if stage_columns is None:
+        stage_columns = query_tile >= 32
+    if stage_columns:
+        # 6. the query rows innermost and contiguous (the weights transposed), the head
+        # dimension outermost: a column of the output tile is staged in a buffer of
+        # ``query_tile`` values that the compiler keeps in vector registers over the keys of
+        # the tile, like the score row in the score loop
+        p, _ = rearrange_dim(p, wq.alloc, (1, 0))
+        p, _ = reorder_loops(p, keys_out.inner)
+        p, heads_out = reorder_loops(p, keys_out.outer)
+        p, _ = reorder_loops(p, sum_out.first)  # the rows' sums side by side, in key order
+        column = f"O[{query_tile} * rt:{query_tile} * rt + {query_tile}, d]"
+        p, _ = stage_mem(p, heads_out.inner, column, "acc")
     del qt, rows_pv
     return p
 

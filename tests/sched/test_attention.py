@@ -18,7 +18,7 @@ def test_runs_as_a_file() -> None:
     out = run_file(SCRIPT)
     assert out.startswith("def attention_row(Nk: size")
     assert "ok: the attention row and flash attention 2 match numpy" in out
-    assert "# schedule of attention: 34 step(s)" in out
+    assert "# schedule of attention: 30 step(s)" in out
 
 
 def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
@@ -44,6 +44,20 @@ def test_flash_attention(script: ModuleType, golden) -> None:  # type: ignore[no
     q = script.schedule_flash(script.attention, key_tile=16, query_tile=2)
     assert "for rr in seq(0, 2):" in str(q)
     assert script.check_flash(q, 8, 64, 16, compiled=True, seed=5) == []
+    assert "acc" not in text  # step 6 only from 32 query rows on, unless asked for
+
+
+def test_flash_attention_staged_columns(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
+    p = script.schedule_flash(script.attention, stage_columns=True)
+    golden.check(p)
+    text = str(p)
+    # the head dimension outside the keys, a column of the output tile staged
+    assert text.index("for d in seq(0, D):\n                acc: f32[4]") < text.index(
+        "acc[rr] += w[ii, rr] * Vt[ii, d]"
+    )
+    assert script.check_flash(p, 8, 48, 8, compiled=False, seed=1) == []
+    assert script.check_flash(p, 32, 128, 64, compiled=True, seed=2) == []
+    assert_equivalent(script.attention, p, sizes={"Nq": 8, "Nk": 32, "D": 3}, trials=2)
 
 
 def test_patterns_only_at_the_start() -> None:
@@ -59,6 +73,7 @@ def test_histories_replay(script: ModuleType) -> None:
     for name, sched in (
         ("attention_row", script.schedule_row),
         ("attention", script.schedule_flash),
+        ("attention", lambda p: script.schedule_flash(p, stage_columns=True)),
     ):
         base = getattr(script, name)
         assert_history_replays(sched(base), **{name: base})
