@@ -13,9 +13,25 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.locs import format_path
 from cursched.errors import SchedulingError
 from cursched.ir.memory import Memory
-from cursched.ir.nodes import Alloc, Call, FnArg, Node, Read, Stmt, WindowExpr, WindowStmt
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    BinOp,
+    Call,
+    Const,
+    Expr,
+    Extern,
+    FnArg,
+    Node,
+    Read,
+    Reduce,
+    Stmt,
+    USub,
+    WindowExpr,
+    WindowStmt,
+)
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_stmts
+from cursched.ir.traversal import map_expr_children, map_stmt_children, walk_stmts
 from cursched.ir.types import DATA_TYPES, DataType, TensorType
 from cursched.primitives.buffer_common import (
     UseNode,
@@ -243,12 +259,12 @@ def set_precision(proc: Proc, buf: Buffer, type: DataType | str) -> Rewrite[Buff
     ed = Editor(ir)
     if isinstance(buf, ArgCursor):
         ed.replace_node(_loc(buf), new_node, same=[(node, new_node)])
-        body = rebuild(ir.body, node.sym, fix)
+        body = retype_writes(rebuild(ir.body, node.sym, fix), node.sym, t)
         if ir.body:
             ed.replace(scope, body, same=_pairs(ir.body, body), hint="retyped by set_precision")
         return _done(ed, _loc(buf))
     assert isinstance(new_node, Alloc)
-    rest = rebuild(stmts[1:], node.sym, fix)
+    rest = retype_writes(rebuild(stmts[1:], node.sym, fix), node.sym, t)
     new_stmts = (new_node, *rest)
     ed.replace(
         scope,
@@ -257,6 +273,36 @@ def set_precision(proc: Proc, buf: Buffer, type: DataType | str) -> Rewrite[Buff
         hint="retyped by set_precision",
     )
     return _done(ed, _loc(buf))
+
+
+def retype_writes(stmts: tuple[Stmt, ...], sym: Sym, t: DataType) -> tuple[Stmt, ...]:
+    """Give the literals and operations of every statement writing ``sym`` the type ``t``.
+
+    docs/semantics.md: a statement computes in its destination's precision, and the frontend
+    types a right-hand side's literals, operations and externs accordingly; reads keep the
+    type of the buffer they read. Leaving the old type would make the IR compute in one
+    precision while its printout, parsed back, computes in another (bugs.md F3).
+    """
+
+    def expr(e: Expr) -> Expr:
+        match e:
+            case Read() | WindowExpr():
+                return e
+            case Const() | BinOp() | USub() | Extern() if isinstance(e.type, DataType):
+                out = map_expr_children(e, expr)
+                assert isinstance(out, Const | BinOp | USub | Extern)
+                return out.replace(type=t)
+            case _:
+                return e
+
+    def stmt(s: Stmt) -> Stmt:
+        match s:
+            case Assign() | Reduce() if s.sym is sym:
+                return s.replace(rhs=expr(s.rhs))
+            case _:
+                return map_stmt_children(s, stmt, lambda e: e)
+
+    return tuple(stmt(s) for s in stmts)
 
 
 def _pairs(old: tuple[object, ...], new: tuple[object, ...]) -> list[tuple[object, object]]:

@@ -96,3 +96,26 @@ def test_f4_rewrite_expr_types_a_new_control_expression_as_the_frontend_does() -
     )
     q, _ = rewrite_expr(p, p.find_loop("i").hi(), "0 + n")
     assert alpha_equal(parse_source(str(q), ENV), q.ir())  # strictly, types included
+
+
+def test_f3_set_precision_retypes_the_literals_and_operations_of_its_writes() -> None:
+    from cursched import set_precision
+    from cursched.ir.nodes import Assign, Const, Extern, Reduce
+
+    p = make(
+        "def fz(n: size, x: f64[n + 8] @ DRAM, y: f32[n] @ DRAM):\n"
+        "    t: f32 @ DRAM\n"
+        "    t = 0.1\n"
+        "    for i in seq(0, n):\n"
+        "        t += expf(y[i] * 2.0)\n"
+        "    x[0] = t\n"
+    )
+    q, _ = set_precision(p, p.find("t: _"), "f64")
+    init, loop = q.ir().body[1], q.ir().body[2]
+    assert isinstance(init, Assign) and isinstance(init.rhs, Const)
+    assert init.rhs.type.name == "f64"  # type: ignore[union-attr]
+    assert isinstance(loop, For) and isinstance(loop.body[0], Reduce)
+    assert isinstance(loop.body[0].rhs, Extern)
+    assert loop.body[0].rhs.type.name == "f64"  # type: ignore[union-attr]
+    # exact round trip: the printout computes in the precision the IR computes in
+    assert alpha_equal(parse_source(str(q), dict(ENV)), q.ir())
