@@ -376,9 +376,15 @@ class ExprGen:
                 self.helpers.need(fn)
                 return f"{fn}({', '.join(args)})"
             raise CodegenError(f"extern {e.name} on integer type {t}")
-        if t == F64:
+        if e.name in ("fmax", "fmaxf", "fmin"):
+            # an inline helper, not libm's function: a call per element made a running max
+            # (softmax, flash attention) a chain of calls
+            fn = f"cs_{'fmin' if e.name == 'fmin' else 'fmax'}_{'double' if t == F64 else 'float'}"
+            self.helpers.need(fn)
+        elif t == F64:
             return f"{spec.c_name}({', '.join(args)})"
-        fn = spec.c_name + ("f" if spec.c_suffix_f else "")
+        else:
+            fn = spec.c_name + ("f" if spec.c_suffix_f else "")
         if t == F16:
             inner = ", ".join(f"(float){paren(a)}" for a in args)
             return f"(_Float16){fn}({inner})"

@@ -46,6 +46,16 @@ def _typed(name: str) -> str:
     if kind in ("max", "min"):
         op = ">" if kind == "max" else "<"
         return f"static inline {ct} cs_{kind}_{ct}({ct} a, {ct} b) {{ return a {op} b ? a : b; }}"
+    if kind in ("fmax", "fmin"):
+        # C's fmax/fmin (a NaN operand is ignored, docs/semantics.md) with the result glibc's
+        # x86-64 functions give: past the NaN test, ``a > b ? a : b`` is one maxss, which
+        # also picks ``b`` from equal operands (+0.0 and -0.0) as glibc's does
+        op = ">" if kind == "fmax" else "<"
+        return (
+            f"static inline {ct} cs_{kind}_{ct}({ct} a, {ct} b) {{\n"
+            f"    return b != b ? a : (a {op} b ? a : b);\n"
+            "}"
+        )
     if kind == "sigmoid":
         if ct == "_Float16":
             return (
