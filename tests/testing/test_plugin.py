@@ -11,7 +11,7 @@ from cursched.testing.plugin import Golden, as_text, sanitize
 pytest_plugins = ["pytester"]
 
 
-# Sessions load only what they test: hypothesis's and syrupy's plugins cost seconds each.
+# Sessions load only what they test: hypothesis's plugin (and syrupy's, where installed) cost seconds.
 _QUIET = ("-p", "no:hypothesispytest", "-p", "no:syrupy", "-p", "no:cacheprovider")
 
 
