@@ -157,37 +157,67 @@ def _force_new(node: N) -> N:
     return cls(**{n: getattr(node, n) for n in names})
 
 
-def _fresh_expr(e: Expr, env: Mapping[Sym, Sym]) -> Expr:
+def _fresh_expr(
+    e: Expr,
+    env: Mapping[Sym, Sym],
+    subst: Mapping[Sym, Expr] | None = None,
+    ranges: Ranges | None = None,
+) -> Expr:
     """``rename_expr`` whose result shares no node with ``e``: every node (window
     coordinates included) is built anew from its fields, children copied, shapes inside
     tensor types copied, symbols renamed. Built directly rather than through
-    ``map_expr_children``, whose ``Node.replace`` compares every child first."""
+    ``map_expr_children``, whose ``Node.replace`` compares every child first.
+
+    With ``subst``, the copy of ``subst_expr_simplified(e, subst, ranges)`` in the same
+    single pass (the substitution sees the old symbols, then the result is renamed).
+    """
+    keys = set(subst) if subst else set()
+    rng: Ranges = ranges or {}
 
     def go(x: Any) -> Any:
+        if keys and _is_int(x) and af.to_aff(x) is not None:
+            # as subst_expr_simplified: a maximal integer affine expression is simplified
+            # when it mentions a substituted symbol, copied as it is otherwise
+            if free_syms_expr(x) & keys:
+                assert subst is not None
+                x = af.simplify_expr(subst_expr(x, subst), rng)
+            return copy(x)
+
+        return copy(x, go)
+
+    def copy(x: Any, sub: Callable[[Any], Any] | None = None) -> Any:
+        f = sub or copy
         cls = type(x)
         names = _FIELDS.get(cls)
         if names is None:
-            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(x) if f.init)
+            names = _FIELDS[cls] = tuple(fld.name for fld in dataclasses.fields(x) if fld.init)
         kw = {n: getattr(x, n) for n in names}
         for attr, many in _CHILDREN[cls]:
-            kw[attr] = tuple(go(c) for c in kw[attr]) if many else go(kw[attr])
+            kw[attr] = tuple(f(c) for c in kw[attr]) if many else f(kw[attr])
         t = kw.get("type")
         if isinstance(t, TensorType):
-            kw["type"] = map_type(t, go)
+            kw["type"] = map_type(t, f)
         sym = kw.get("sym")
         if sym is not None and sym in env:
             kw["sym"] = env[sym]
         return cls(**kw)
 
-    out: Expr = go(e)
+    out: Expr = go(e) if keys else copy(e)
     return out
 
 
-def _fresh_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
-    """``rename_stmt`` whose result shares no node with ``s`` (one pass instead of two)."""
+def _fresh_stmt(
+    s: Stmt,
+    env: Mapping[Sym, Sym],
+    subst: Mapping[Sym, Expr] | None = None,
+    ranges: Ranges | None = None,
+) -> Stmt:
+    """``rename_stmt`` whose result shares no node with ``s`` (one pass instead of two);
+    with ``subst``, of ``subst_simplify(s, subst, ranges)`` (in the same pass, not a
+    substituted tree first and then its copy)."""
 
     def fe(x: Expr) -> Expr:
-        return _fresh_expr(x, env)
+        return _fresh_expr(x, env, subst, ranges)
 
     def fs(x: Stmt) -> Stmt:
         out = map_stmt_children(x, fs, fe)
@@ -225,9 +255,9 @@ def fresh_copy(
     exprs = {k: v for k, v in (env or {}).items() if not isinstance(v, Sym)}
     syms = {k: v for k, v in (env or {}).items() if isinstance(v, Sym)}
     out: list[Stmt] = []
+    names = {**rename, **syms}
     for s in stmts:
-        x = subst_simplify(s, exprs, ranges or {}) if exprs else s
-        out.append(_fresh_stmt(x, {**rename, **syms}))
+        out.append(_fresh_stmt(s, names, exprs, ranges))
     return tuple(out)
 
 
