@@ -36,7 +36,7 @@ from cursched import (
     stage_mem,
     unroll_loop,
 )
-from cursched.primitives.loop_nests import ReorderDependenceError
+from cursched.primitives.loops.loop_nests import ReorderDependenceError
 from cursched.testing import assert_equivalent
 
 

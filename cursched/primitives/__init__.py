@@ -1,43 +1,70 @@
-"""Scheduling primitives, one module per family, all built on ``registry.primitive``.
+"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans), all built
+on ``registry.primitive``.
 
 ``cursched.split`` is ``cursched.primitives.split``: every primitive is re-exported from the
 package root.
 """
 
-from cursched.primitives.allocs import delete_buffer, lift_alloc, reuse_buffer, sink_alloc
-from cursched.primitives.binds import bind_expr, inline_assign
-from cursched.primitives.buffer_attrs import set_memory, set_precision, set_window
-from cursched.primitives.call_eqv import call_eqv
-from cursched.primitives.calls import inline
-from cursched.primitives.dims import (
+from cursched.primitives.buffers import (
+    delete_buffer,
     divide_dim,
     expand_dim,
+    inline_window,
+    lift_alloc,
     mult_dim,
     rearrange_dim,
     resize_dim,
+    reuse_buffer,
+    set_memory,
+    set_precision,
+    set_window,
+    sink_alloc,
+    stage_mem,
     unroll_buffer,
 )
-from cursched.primitives.exprs import commute_expr, left_reassociate_expr, rewrite_expr
-from cursched.primitives.extract import extract_subproc
-from cursched.primitives.loop_nests import fission, fuse, reorder_loops
-from cursched.primitives.loop_ranges import cut_loop, join_loops, shift_loop
-from cursched.primitives.loop_shapes import mult_loops, parallelize_loop, unroll_loop
-from cursched.primitives.loop_split import split
-from cursched.primitives.loop_wrap import add_loop, remove_loop
-from cursched.primitives.procs import rename
-from cursched.primitives.registry import PrimCursors, primitive, settings
-from cursched.primitives.replace import replace
-from cursched.primitives.scan import scan_fuse
-from cursched.primitives.scopes import eliminate_dead_code, lift_scope, specialize
-from cursched.primitives.simplify import simplify
-from cursched.primitives.stage import stage_mem
-from cursched.primitives.statements import delete_pass, insert_pass, reorder_stmts
-from cursched.primitives.windows_inline import inline_window
-from cursched.primitives.writes import (
+from cursched.primitives.calls import (
+    call_eqv,
+    extract_subproc,
+    inline,
+    replace,
+)
+from cursched.primitives.exprs import (
+    bind_expr,
+    commute_expr,
     fold_into_reduce,
+    inline_assign,
+    left_reassociate_expr,
     lift_reduce_constant,
     merge_writes,
+    rewrite_expr,
     split_write,
+)
+from cursched.primitives.loops import (
+    add_loop,
+    cut_loop,
+    delete_pass,
+    eliminate_dead_code,
+    fission,
+    fuse,
+    insert_pass,
+    join_loops,
+    lift_scope,
+    mult_loops,
+    parallelize_loop,
+    remove_loop,
+    rename,
+    reorder_loops,
+    reorder_stmts,
+    shift_loop,
+    simplify,
+    specialize,
+    split,
+    unroll_loop,
+)
+from cursched.primitives.registry import PrimCursors, primitive, settings
+from cursched.primitives.scans import *  # noqa: F403
+from cursched.primitives.scans import (
+    scan_fuse,
 )
 
 __all__ = [

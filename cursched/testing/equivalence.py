@@ -19,7 +19,7 @@ import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp import eval_control, interpret, procdef_of
-from cursched.interp_values import fmt_expr
+from cursched.interp.values import fmt_expr
 from cursched.ir.nodes import FnArg, ProcDef
 from cursched.ir.symbols import Sym
 from cursched.ir.types import ControlType, DataType, TensorType, Type

@@ -23,7 +23,7 @@ import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp import eval_control
-from cursched.interp_values import fmt_expr
+from cursched.interp.values import fmt_expr
 from cursched.ir.nodes import BinOp, Const, Expr, ProcDef, Read
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr

@@ -231,7 +231,7 @@ def test_primitive_sequences_forward_by_identity(data: st.DataObject) -> None:
     (whose statements each carry their own source position as the oracle's label).
     """
     from cursched import delete_pass, insert_pass, rename, reorder_stmts
-    from cursched.primitives.statements import StmtsDontCommuteError
+    from cursched.primitives.loops.statements import StmtsDontCommuteError
 
     from .procs import nest
 

@@ -18,7 +18,7 @@ from cursched import (
 )
 from cursched.cursors import AllocCursor
 from cursched.errors import StaleCursorError
-from cursched.primitives.allocs import (
+from cursched.primitives.buffers.allocs import (
     DeleteBufferNotAllocError,
     DeleteBufferUsedError,
     LiftAllocCountError,

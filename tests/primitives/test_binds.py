@@ -7,7 +7,8 @@ import pytest
 
 from cursched import bind_expr, inline_assign, inline_window, proc
 from cursched.cursors import AllocCursor, AssignCursor, Tombstone
-from cursched.primitives.binds import (
+from cursched.primitives.buffers.windows_inline import NotAWindowError
+from cursched.primitives.exprs.binds import (
     BadBindNameError,
     ExprsDifferError,
     ExprsNotAfterFirstError,
@@ -19,8 +20,7 @@ from cursched.primitives.binds import (
     ReadsChangedError,
     WrittenElsewhereError,
 )
-from cursched.primitives.exprs import NotInBodyError, OverlappingExprsError
-from cursched.primitives.windows_inline import NotAWindowError
+from cursched.primitives.exprs.exprs import NotInBodyError, OverlappingExprsError
 from cursched.testing import assert_equivalent
 from cursched.testing.plugin import Golden
 

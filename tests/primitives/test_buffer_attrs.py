@@ -18,7 +18,7 @@ from cursched import (
 )
 from cursched.cursors import AllocCursor, ArgCursor
 from cursched.ir.types import F64
-from cursched.primitives.buffer_attrs import (
+from cursched.primitives.buffers.buffer_attrs import (
     SetMemoryCallError,
     SetMemoryError,
     SetMemoryNotDataError,

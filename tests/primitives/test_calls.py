@@ -20,14 +20,14 @@ from cursched import (
 )
 from cursched.cursors import BlockCursor, CallCursor, Tombstone
 from cursched.ir.alpha import alpha_equal
-from cursched.primitives.call_eqv import (
+from cursched.primitives.calls.call_eqv import (
     CallEqvNotCallError,
     CallEqvNotProvenError,
     CallEqvSignatureError,
     equivalence_story,
 )
-from cursched.primitives.calls import InlineNotCallError
-from cursched.primitives.extract import (
+from cursched.primitives.calls.calls import InlineNotCallError
+from cursched.primitives.calls.extract import (
     ExtractBoundsError,
     ExtractEscapeError,
     ExtractNameError,

@@ -20,7 +20,7 @@ from cursched import (
 )
 from cursched.cursors import AllocCursor
 from cursched.errors import StaleCursorError
-from cursched.primitives.dims import (
+from cursched.primitives.buffers.dims import (
     DimIndexError,
     DimNotAllocError,
     DimUseError,

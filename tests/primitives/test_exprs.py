@@ -10,7 +10,7 @@ from cursched.cursors import ExprCursor, Tombstone
 from cursched.errors import StaleCursorError
 from cursched.ir.nodes import BinOp, Const, Read
 from cursched.ir.types import DataType
-from cursched.primitives.exprs import (
+from cursched.primitives.exprs.exprs import (
     BadNewExpressionError,
     ExprNotEqualError,
     NotAssociativeError,

@@ -6,7 +6,7 @@ from cursched import DRAM, proc
 from cursched.cursors.tree import walk
 from cursched.ir.nodes import Alloc, For, Stmt
 from cursched.ir.symbols import Sym
-from cursched.primitives.loop_common import fresh_copy
+from cursched.primitives.loops.loop_common import fresh_copy
 
 
 @proc

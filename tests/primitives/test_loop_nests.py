@@ -9,7 +9,7 @@ import pytest
 from cursched import DRAM, fission, fuse, proc, reorder_loops
 from cursched.cursors import ForCursor, GapCursor, IfCursor, Tombstone
 from cursched.errors import StaleCursorError
-from cursched.primitives.loop_nests import (
+from cursched.primitives.loops.loop_nests import (
     FissionAtEdgeError,
     FissionDependenceError,
     FissionNotInLoopError,

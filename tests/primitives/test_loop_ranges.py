@@ -10,8 +10,8 @@ from cursched import DRAM, cut_loop, join_loops, proc, shift_loop
 from cursched.cursors import ForCursor, Tombstone
 from cursched.ir.nodes import BinOp, Const, Read
 from cursched.ir.types import INT
-from cursched.primitives.loop_common import BadIndexExpressionError
-from cursched.primitives.loop_ranges import (
+from cursched.primitives.loops.loop_common import BadIndexExpressionError
+from cursched.primitives.loops.loop_ranges import (
     CutOutOfRangeError,
     JoinBodiesDifferError,
     JoinNotAdjacentError,

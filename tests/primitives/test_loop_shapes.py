@@ -21,15 +21,15 @@ from cursched import (
 from cursched.cursors import BlockCursor, ForCursor, IfCursor, Tombstone
 from cursched.errors import StaleCursorError
 from cursched.frontend import parse_source
-from cursched.primitives.loop_common import BadIndexExpressionError
-from cursched.primitives.loop_shapes import (
+from cursched.primitives.loops.loop_common import BadIndexExpressionError
+from cursched.primitives.loops.loop_shapes import (
     MultBoundsError,
     MultNameError,
     MultNotNestedError,
     ParallelizeRaceError,
     UnrollNotConstantError,
 )
-from cursched.primitives.loop_wrap import (
+from cursched.primitives.loops.loop_wrap import (
     AddLoopBoundError,
     AddLoopNameError,
     AddLoopNotIdempotentError,

@@ -8,7 +8,7 @@ import pytest
 
 from cursched import DRAM, proc, split
 from cursched.cursors import BlockCursor, ForCursor, IfCursor, InvalidCursor
-from cursched.primitives.loop_split import (
+from cursched.primitives.loops.loop_split import (
     SplitFactorError,
     SplitNamesError,
     SplitNotPerfectError,

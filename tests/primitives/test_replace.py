@@ -11,7 +11,7 @@ from cursched.analysis.checks import SafetyError
 from cursched.cursors import CallCursor, Tombstone
 from cursched.errors import StaleCursorError
 from cursched.ir.printer import print_expr
-from cursched.primitives.replace import (
+from cursched.primitives.calls.replace import (
     ReplaceAssertError,
     ReplaceMemoryError,
     ReplaceMismatchError,

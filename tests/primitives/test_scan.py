@@ -10,7 +10,7 @@ import pytest
 from cursched import DRAM, proc, scan_fuse, split
 from cursched.cursors import ExprCursor, Tombstone
 from cursched.errors import StaleCursorError
-from cursched.primitives.scan import (
+from cursched.primitives.scans.scan import (
     AccumulatorAliasError,
     AccumulatorIndexError,
     AccumulatorInitError,

@@ -11,7 +11,7 @@ from cursched import DRAM, eliminate_dead_code, lift_scope, proc, specialize
 from cursched.cursors import BlockCursor, ForCursor, IfCursor, Tombstone
 from cursched.ir.nodes import BinOp, Const
 from cursched.ir.types import BOOL, INT
-from cursched.primitives.scopes import (
+from cursched.primitives.loops.scopes import (
     DeadCodeKindError,
     DeadCodeUndecidedError,
     DeadLoopMayRunError,

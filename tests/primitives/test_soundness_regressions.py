@@ -22,9 +22,9 @@ from cursched import (
 from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import For, Pass
-from cursched.primitives.binds import inline_assign
-from cursched.primitives.buffer_attrs import SetWindowCallError
-from cursched.primitives.dims_split import DivideDimNotDivisibleError, divide_dim
+from cursched.primitives.buffers.buffer_attrs import SetWindowCallError
+from cursched.primitives.buffers.dims_split import DivideDimNotDivisibleError, divide_dim
+from cursched.primitives.exprs.binds import inline_assign
 from cursched.testing import assert_equivalent
 from tests.primitives.fuzzgen import ENV
 from tests.primitives.test_soundness_fuzz import check_cursors, check_roundtrip, make

@@ -22,7 +22,7 @@ from cursched import (
 from cursched.analysis.bounds import check_bounds
 from cursched.cursors import AllocCursor, BlockCursor, ForCursor, InvalidCursor
 from cursched.frontend import parse_source
-from cursched.primitives.stage import (
+from cursched.primitives.buffers.stage import (
     StageAccumError,
     StageAliasError,
     StageMemoryError,

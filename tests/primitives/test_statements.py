@@ -7,8 +7,8 @@ import pytest
 from cursched import delete_pass, insert_pass, proc, rename, reorder_stmts
 from cursched.analysis.checks import CommuteError
 from cursched.cursors import PassCursor, StmtCursor
-from cursched.primitives.procs import InvalidNameError
-from cursched.primitives.statements import (
+from cursched.primitives.loops.procs import InvalidNameError
+from cursched.primitives.loops.statements import (
     EmptyBodyError,
     NotAPassError,
     NotTwoStatementsError,

@@ -9,7 +9,7 @@ import pytest
 
 from cursched import fold_into_reduce, lift_reduce_constant, merge_writes, proc, split_write
 from cursched.cursors import ForCursor, ReduceCursor, Tombstone
-from cursched.primitives.writes import (
+from cursched.primitives.exprs.writes import (
     DifferentTargetsError,
     FactorNotInvariantError,
     FoldNotAssignError,

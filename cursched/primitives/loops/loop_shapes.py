@@ -33,7 +33,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, map_stmt_children
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     int_const,
@@ -41,7 +41,7 @@ from cursched.primitives.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.loop_wrap import fresh, valid_name
+from cursched.primitives.loops.loop_wrap import fresh, valid_name
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 

@@ -1,7 +1,7 @@
 """The reference interpreter's compiler: a ``ProcDef`` -> a tree of nested Python closures.
 
 Each proc is compiled once (``cursched.interp`` caches the result). Expressions are compiled by
-``ExprCompiler`` (``cursched.interp_exprs``); this module adds statements, allocations and
+``ExprCompiler`` (``cursched.interp.exprs``); this module adds statements, allocations and
 calls, and the ``CompiledProc`` that ``cursched.interp`` runs.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import InterpreterError
-from cursched.interp_exprs import ExprCompiler, Fn, Frame
-from cursched.interp_values import cast_scalar, fmt_expr
+from cursched.interp.exprs import ExprCompiler, Fn, Frame
+from cursched.interp.values import cast_scalar, fmt_expr
 from cursched.ir.nodes import (
     Alloc,
     Assign,

@@ -22,7 +22,7 @@ from cursched.cursors.edits import Rewrite
 from cursched.errors import SchedulingError
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import For, ProcDef
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,

@@ -41,7 +41,7 @@ from cursched.ir.traversal import (
     map_stmt_children,
 )
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
-from cursched.primitives.loop_common import fresh_copy
+from cursched.primitives.loops.loop_common import fresh_copy
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 

@@ -2,7 +2,7 @@
 rescalable function of that value's final result (online softmax, flash attention).
 
 The legality questions (which statements update what, how each term scales with the running
-value, where each accumulator starts) are answered by ``cursched.primitives.scan_checks`` and
+value, where each accumulator starts) are answered by ``cursched.primitives.scans.scan_checks`` and
 ``cursched.analysis.rescale``; this module holds the error classes, the cursors dataclass and
 the rewrite.
 """
@@ -25,9 +25,9 @@ from cursched.ir.nodes import Alloc, Assign, BinOp, Const, Expr, Extern, For, Re
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.types import DataType
-from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
+from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
-from cursched.primitives.scan_checks import (
+from cursched.primitives.scans.scan_checks import (
     AccumulatorAliasError,
     AccumulatorIndexError,
     AccumulatorInitError,

@@ -2,7 +2,7 @@
 
 It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
 for speed: each ``ProcDef`` is compiled once into a tree of Python closures
-(``cursched.interp_compile`` for statements, ``cursched.interp_exprs`` for expressions) and
+(``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for expressions) and
 cached; running it binds and validates the arguments, checks
 the asserts and calls the compiled body.
 
@@ -20,9 +20,9 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
-from cursched.interp_compile import CompiledProc, Compiler
-from cursched.interp_exprs import CTRL_OPS, Frame
-from cursched.interp_values import fmt_expr
+from cursched.interp.compile import CompiledProc, Compiler
+from cursched.interp.exprs import CTRL_OPS, Frame
+from cursched.interp.values import fmt_expr
 from cursched.ir.nodes import (
     BinOp,
     Const,

@@ -40,7 +40,7 @@ from cursched.ir.nodes import (
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,

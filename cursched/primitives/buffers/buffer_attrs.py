@@ -33,7 +33,7 @@ from cursched.ir.nodes import (
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import map_expr_children, map_stmt_children, walk_stmts
 from cursched.ir.types import DATA_TYPES, DataType, TensorType
-from cursched.primitives.buffer_common import (
+from cursched.primitives.buffers.buffer_common import (
     UseNode,
     buffer_scope,
     rebuild,
@@ -306,7 +306,7 @@ def retype_writes(stmts: tuple[Stmt, ...], sym: Sym, t: DataType) -> tuple[Stmt,
 
 
 def _pairs(old: tuple[object, ...], new: tuple[object, ...]) -> list[tuple[object, object]]:
-    from cursched.primitives.loop_common import same_pairs
+    from cursched.primitives.loops.loop_common import same_pairs
 
     return list(same_pairs(old, new))  # type: ignore[arg-type]
 

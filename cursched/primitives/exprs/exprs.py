@@ -25,7 +25,7 @@ from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr
 from cursched.ir.types import BOOL, INDEX, INT, ControlType, DataType
-from cursched.primitives.expr_common import (
+from cursched.primitives.exprs.expr_common import (
     ASSOCIATIVE,
     NotInBodyError,
     OverlappingExprsError,

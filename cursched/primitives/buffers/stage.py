@@ -48,7 +48,7 @@ from cursched.ir.nodes import (
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_exprs
 from cursched.ir.types import BOOL, INDEX, DataType, TensorType
-from cursched.primitives.buffer_common import (
+from cursched.primitives.buffers.buffer_common import (
     UseNode,
     fresh_name,
     minus,
@@ -56,7 +56,7 @@ from cursched.primitives.buffer_common import (
     simplified,
     used_names,
 )
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     BadIndexExpressionError,
     index_expr,
     int_const,

@@ -2,7 +2,7 @@
 whose body means the same thing.
 
 Registered with ``@primitive`` (``cursched.primitives.registry``). The matching itself is
-``cursched.primitives.unify``; the call-site obligations (argument shapes, windows in bounds,
+``cursched.primitives.calls.unify``; the call-site obligations (argument shapes, windows in bounds,
 sizes positive, the callee's asserts, strides included) are
 ``cursched.analysis.conditions.check_call_preconditions``. Unlike Exo 1.0 (its issue 758),
 an instruction's asserts are proven where the call lands, never assumed.
@@ -18,14 +18,14 @@ from cursched.errors import SchedulingError
 from cursched.ir.nodes import Call
 from cursched.ir.printer import print_expr
 from cursched.ir.types import ControlType
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
-from cursched.primitives.unify import (
+from cursched.primitives.calls.unify import (
     Unifier,
     UnifyError,
     UnifyMemoryError,
     UnifyUnboundError,
     fresh_expr,
 )
+from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 NAME = "replace"

@@ -42,7 +42,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path, get_at
 from cursched.ir.symbols import Sym
 from cursched.ir.types import DataType, TensorType
-from cursched.primitives.expr_common import (
+from cursched.primitives.exprs.expr_common import (
     check_disjoint,
     decl_type,
     dest_type,

@@ -23,7 +23,7 @@ from cursched.ir.nodes import Assign, BinOp, Const, Expr, For, ProcDef, Read, Re
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
 from cursched.ir.types import TensorType
-from cursched.primitives.expr_common import (
+from cursched.primitives.exprs.expr_common import (
     buffers_read,
     buffers_written,
     decl_type,

@@ -28,7 +28,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.types import DataType, TensorType
-from cursched.primitives.buffer_common import (
+from cursched.primitives.buffers.buffer_common import (
     Use,
     UseNode,
     buffer_scope,
@@ -37,7 +37,7 @@ from cursched.primitives.buffer_common import (
     scope_stmts,
     uses_of,
 )
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     BadIndexExpressionError,
     index_expr,
     int_const,

@@ -25,8 +25,8 @@ from cursched.ir.printer import print_stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr
 from cursched.ir.types import TensorType
-from cursched.primitives.buffer_common import buffer_scope, scope_stmts, uses_of
-from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
+from cursched.primitives.buffers.buffer_common import buffer_scope, scope_stmts, uses_of
+from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
 from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 

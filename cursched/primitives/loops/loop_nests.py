@@ -33,7 +33,7 @@ from cursched.errors import SchedulingError
 from cursched.ir.nodes import For, If, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr
-from cursched.primitives.loop_common import rename_stmt, safety, same_pairs
+from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 

@@ -24,7 +24,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import InterpreterError, SrcInfo
-from cursched.interp_values import cast_scalar, fmt_expr, int_div, int_rem, oob_error
+from cursched.interp.values import cast_scalar, fmt_expr, int_div, int_rem, oob_error
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     Alloc,

@@ -30,8 +30,8 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.paths import Path, get_at
 from cursched.ir.types import INDEX, TensorType
-from cursched.primitives.binds import InlineCursors
-from cursched.primitives.expr_common import fresh
+from cursched.primitives.exprs.binds import InlineCursors
+from cursched.primitives.exprs.expr_common import fresh
 from cursched.primitives.registry import fail, primitive
 from cursched.proc import Proc
 

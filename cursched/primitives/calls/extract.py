@@ -23,7 +23,7 @@ from cursched.ir.nodes import Assign, BinOp, Call, Expr, FnArg, ProcDef, Read, R
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import defined_syms, free_syms_expr, stmt_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX, ControlType, TensorType
-from cursched.primitives.loop_common import fresh_copy, rename_expr
+from cursched.primitives.loops.loop_common import fresh_copy, rename_expr
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 

@@ -23,7 +23,7 @@ from cursched.errors import SchedulingError
 from cursched.ir.nodes import BinOp, For, If, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,

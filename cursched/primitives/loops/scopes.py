@@ -28,8 +28,8 @@ from cursched.ir.nodes import BinOp, Const, Expr, For, If, Node, Pass, ProcDef, 
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, subst_stmt
 from cursched.ir.types import BOOL
-from cursched.primitives.loop_common import index_expr, safety, same_pairs
-from cursched.primitives.loop_wrap import escaping_names, fresh
+from cursched.primitives.loops.loop_common import index_expr, safety, same_pairs
+from cursched.primitives.loops.loop_wrap import escaping_names, fresh
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 

@@ -1,4 +1,4 @@
-"""The legality analysis of ``scan_fuse`` (``cursched.primitives.scan``), one error class per
+"""The legality analysis of ``scan_fuse`` (``cursched.primitives.scans.scan``), one error class per
 precondition.
 
 ``analyse`` finds the running value and its updates in the first loop, the accumulations of
@@ -45,7 +45,7 @@ from cursched.ir.traversal import (
     walk_stmts,
 )
 from cursched.ir.types import INT, DataType, TensorType
-from cursched.primitives.loop_common import rename_expr, same_pairs
+from cursched.primitives.loops.loop_common import rename_expr, same_pairs
 from cursched.primitives.registry import fail
 
 # ------------------------------------------------------------------------- error classes

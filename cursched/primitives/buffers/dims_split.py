@@ -23,12 +23,12 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.symbols import Sym
 from cursched.ir.types import TensorType
-from cursched.primitives.buffer_common import (
+from cursched.primitives.buffers.buffer_common import (
     Use,
     simplified,
     used_names,
 )
-from cursched.primitives.dims_common import (
+from cursched.primitives.buffers.dims_common import (
     DimCursors,
     DimIndexError,
     DimUseError,
@@ -42,7 +42,7 @@ from cursched.primitives.dims_common import (
     reshape,
     shape_of,
 )
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     int_const,
     safety,
 )

@@ -15,11 +15,11 @@ from cursched.ir.nodes import (
     Point,
     WindowExpr,
 )
-from cursched.primitives.buffer_common import (
+from cursched.primitives.buffers.buffer_common import (
     Use,
     minus,
 )
-from cursched.primitives.dims_common import (
+from cursched.primitives.buffers.dims_common import (
     DimCursors,
     DimIndexError,
     DimNotAllocError,
@@ -35,7 +35,7 @@ from cursched.primitives.dims_common import (
     reshape,
     shape_of,
 )
-from cursched.primitives.loop_common import (
+from cursched.primitives.loops.loop_common import (
     int_const,
 )
 from cursched.primitives.registry import Buffer, fail, primitive
@@ -257,7 +257,7 @@ def rearrange_dim(proc: Proc, buf: Buffer, permutation: Any) -> Rewrite[DimCurso
 
 
 # part two lives in dims_split; re-exported so that one import reaches every dimension primitive
-from cursched.primitives.dims_split import (  # noqa: E402
+from cursched.primitives.buffers.dims_split import (  # noqa: E402
     DivideDimNotDivisibleError,
     DivideDimQuotientError,
     MultDimNotConstError,

@@ -1,0 +1,13 @@
+"""Call and instruction primitives: inline, extract_subproc, replace (unification), call_eqv."""
+
+from cursched.primitives.calls.call_eqv import call_eqv
+from cursched.primitives.calls.calls import inline
+from cursched.primitives.calls.extract import extract_subproc
+from cursched.primitives.calls.replace import replace
+
+__all__ = [
+    "call_eqv",
+    "extract_subproc",
+    "inline",
+    "replace",
+]
