@@ -20,9 +20,11 @@ error at the very access that fails.
 
 from __future__ import annotations
 
+import keyword
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, assert_never
 
 import numpy as np
@@ -70,6 +72,20 @@ __all__ = ["CompiledProc", "Compiler", "new_buffer"]
 #: write shows up as a recognisable garbage value in differential tests.
 _GARBAGE = 0xDEADBEEF
 
+
+def walk_offsets(start: int, step: int, n: int) -> Iterator[int]:
+    """``start, start + step, ...``: ``n`` offsets (none when ``n <= 0``)."""
+    if step:
+        return iter(range(start, start + step * n, step))
+    return repeat(start, max(n, 0))
+
+
+#: Loops of at most this many iterations are not versioned (see the module docstring).
+_SHORT = 6
+
+#: The default of ``_fast``'s parameters: a missing argument.
+_MISSING = object()
+
 #: What the generated code finds in its namespace (besides its own constants and callees).
 _HELPERS: dict[str, Any] = {
     "_memoryview": memoryview,
@@ -81,6 +97,7 @@ _HELPERS: dict[str, Any] = {
     "_round_f16": round_f16,
     "_sqrt": sqrt_float,
     "_NAN": math.nan,
+    "_steps": walk_offsets,
 }
 
 
@@ -107,6 +124,10 @@ class CompiledProc:
         body: runs the statements.
         entry: checks shapes and asserts as a call site does, then runs the statements.
         preds: checks the asserts as on entry to a run (``InterpreterError``).
+        fast_bind: the arguments' common case, bound without building anything else: called
+            with a run's arguments, it returns the flat parameters and the (flat view, list)
+            pairs to write back, or None when the general binding must decide (an error, a
+            view, a numpy int, aliasing: ``cursched.interp.run``).
         uses_numpy: the proc or a callee calls numpy (externs), which reports overflow as
             floating-point errors: the caller silences them for the run.
     """
@@ -117,6 +138,7 @@ class CompiledProc:
     body: Callable[..., None]
     entry: Callable[..., None]
     preds: Callable[..., None]
+    fast_bind: Callable[..., Any]
     uses_numpy: bool
 
 
@@ -151,6 +173,7 @@ class Compiler(ExprCompiler):
         src = [f"def _body({sig}):", *body_lines, "    pass"]
         src += [f"def _entry({sig}):", *self._entry_checks(), f"    _body({sig})"]
         src += [f"def _preds({sig}):", *self._pred_checks("on entry to"), "    pass"]
+        src += self._fast_bind(params)
         source = "\n".join(src) + "\n"
         ns = dict(_HELPERS, **self.ns)
         exec(compile(source, f"<cursched interp {pd.name}>", "exec"), ns)
@@ -161,6 +184,7 @@ class Compiler(ExprCompiler):
             body=ns["_body"],
             entry=ns["_entry"],
             preds=ns["_preds"],
+            fast_bind=ns["_fast"],
             uses_numpy=self.uses_numpy,
         )
 
@@ -211,6 +235,80 @@ class Compiler(ExprCompiler):
                 fail = self.const(_shape_raiser(self.pd.name, a.sym.name), "shape")
                 out.append(f"    if {got} != {want}: {fail}({got}, {want})")
         return out + self._pred_checks("at a call to")
+
+    def _fast_bind(self, params: list[str]) -> list[str]:
+        """Source of ``_fast`` (see ``CompiledProc.fast_bind``): plain ints and bools, and
+        C-contiguous arrays that own their memory, of the exact dtype, shape and rank."""
+        pd, written = self.pd, written_args(self.pd, lambda q: self.callee(q).written)
+        names = [self.name(a.sym) for a in pd.args]
+        given = [a.sym.name for a in pd.args]
+        if not all(g.isidentifier() and not keyword.iskeyword(g) for g in given) or any(
+            g.startswith("_") for g in given
+        ):
+            # the names must be usable as Python parameters (by keyword)
+            return ["def _fast(*_args, **_kw):", "    return None"]
+        sig = ", ".join([f"{g}=_MISS" for g in given] + ["*_extra", "**_kw"])
+        out = [f"def _fast({sig}):", "    if _extra or _kw: return None"]
+        out += [f"    {n} = {g}" for n, g in zip(names, given, strict=True) if n != g]
+        self.ns["_MISS"] = _MISSING
+        self.ns["_nd"] = np.ndarray
+        arrays: list[str] = []
+        back: list[str] = []
+        for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
+            t = a.type
+            match t:
+                case ControlType():
+                    if t.name == "bool":
+                        out.append(f"    if type({n}) is not bool: return None")
+                    elif t.name == "size":
+                        out.append(f"    if type({n}) is not int or {n} <= 0: return None")
+                    else:
+                        out.append(f"    if type({n}) is not int: return None")
+                    continue
+                case DataType():
+                    dt, shape_ok = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1"
+                case TensorType():
+                    dt = t.elem.np_dtype
+                    want = ", ".join(self.ctrl(e) for e in t.shape)
+                    shape_ok = f"{n}.shape != ({want},)"
+                case _:
+                    assert_never(t)
+            dname = self.const(dt, "dt")
+            test = (
+                f"type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None"
+                f" or not {n}.flags.c_contiguous or {shape_ok}"
+            )
+            if i in written:
+                test += f" or not {n}.flags.writeable"
+                back.append(n)
+            out.append(f"    if {test}: return None")
+            arrays.append(n)
+        # distinct arrays that own their memory cannot overlap; the same one twice shares
+        for x, p in enumerate(arrays):
+            for q in arrays[x + 1 :]:
+                out.append(f"    if {p} is {q}: return None")
+        flat: list[str] = []
+        for a, n in zip(pd.args, names, strict=True):
+            t = a.type
+            if isinstance(t, ControlType):
+                flat.append(n)
+                continue
+            out.append(f"    {n}_f = {n}.reshape(-1)")
+            out.append(f"    {n}_d = {n}_f.tolist()")
+            if isinstance(t, DataType):
+                flat += [f"{n}_d", "0"]
+                continue
+            r = t.rank()
+            dims = [f"{n}_n{k}" for k in range(r)]
+            if r:
+                out.append(f"    {', '.join(dims)}, = {n}.shape")
+            strides = ["1"] * r
+            for k in range(r - 2, -1, -1):
+                strides[k] = f"{dims[k + 1]} * {strides[k + 1]}"
+            flat += [f"{n}_d", "0", *strides, *dims]
+        pairs = "".join(f"({n}_f, {n}_d), " for n in back)
+        out.append(f"    return [{', '.join(flat)}], ({pairs})")
+        return out
 
     # -- statements ----------------------------------------------------------------------
     def block(self, body: tuple[Stmt, ...]) -> None:
@@ -334,36 +432,58 @@ class Compiler(ExprCompiler):
             hi = t
         v = self.name(s.iter)
         head = f"for {v} in range({lo}, {hi}):"
-        hoist = self._hoistable(s) if _innermost(s.body) else []
+        short = _is_int_literal(lo) and _is_int_literal(hi) and int(hi) - int(lo) <= _SHORT
+        hoist = self._hoistable(s) if _innermost(s.body) and not short else []
         if not hoist:
             self.line(head)
             self.nested(s.body)
             return
         conds: dict[str, None] = {}
         bases: dict[str, str] = {}
+        walks: dict[tuple[str, str], str] = {}
         hoisted: dict[int, Hoisted] = {}
-        first, last = {s.iter: lo}, {s.iter: f"({hi} - 1)"}
+        first, second = {s.iter: lo}, {s.iter: f"({lo} + 1)"}
+        last = {s.iter: f"({hi} - 1)"}
         self.inner_var = s.iter
         for node, sym, idx in hoist:
             buf = self.buf(sym)
-            fixed = [] if buf.off == "0" else [buf.off]
+            start = [] if buf.off == "0" else [buf.off]
+            step = []
             for e, n, st in zip(idx, buf.dims, buf.strides, strict=True):
                 if self.varies(e):
-                    conds[f"0 <= {self.ctrl(e, first)} < {n}"] = None
-                    conds[f"0 <= {self.ctrl(e, last)} < {n}"] = None
+                    a, b = self.ctrl(e, first), self.ctrl(e, last)
+                    conds[f"0 <= {a} < {n}"] = None
+                    conds[f"0 <= {b} < {n}"] = None
+                    start.append(self._scaled(a, st))
+                    step.append(self._scaled(f"({self.ctrl(e, second)} - {a})", st))
                 else:
                     conds[f"0 <= {self.ctrl(e)} < {n}"] = None
-                    fixed.append(self._scaled(self.ctrl(e), st))
-            text = " + ".join(fixed) or "0"
+                    start.append(self._scaled(self.ctrl(e), st))
+            text = " + ".join(start) or "0"
+            if step:
+                # the offset is affine in the loop variable: a range walks it (in C)
+                key = (text, " + ".join(step))
+                if key not in walks:
+                    walks[key] = self.tmp("p")
+                hoisted[id(node)] = Hoisted(walks[key])
+                continue
             if text not in bases:
                 bases[text] = text if _is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
-        self.line(f"if {hi} <= {lo} or ({' and '.join(conds)}):")
+        # a short loop does not repay the checks and set-up on entry: it runs checked
+        self.line(f"if {hi} - {lo} > {_SHORT} and ({' and '.join(conds)}):")
         self.depth += 1
         for text, name in bases.items():
             if name != text:
                 self.line(f"{name} = {text}")
-        self.line(head)
+        if walks:
+            count = self.tmp("n")
+            self.line(f"{count} = {hi} - {lo}")
+            targets = ", ".join([v, *walks.values()])
+            its = ", ".join(f"_steps({a}, {b}, {count})" for a, b in walks)
+            self.line(f"for {targets} in zip(range({lo}, {hi}), {its}):")
+        else:
+            self.line(head)
         saved = self.hoisted
         self.hoisted = hoisted
         self.nested(s.body)

@@ -102,7 +102,8 @@ class Buf:
 
 @dataclass(frozen=True)
 class Hoisted:
-    """An access whose bounds an innermost loop checked on entry: its invariant offset part."""
+    """An access whose bounds an innermost loop checked on entry: the variable holding its
+    offset (computed before the loop, or walked by the loop)."""
 
     base: str
 
@@ -280,11 +281,7 @@ class ExprCompiler:
             return buf.off
         hoisted = self.hoisted.get(id(node))
         if hoisted is not None:
-            terms = [hoisted.base]
-            for i, s in zip(idx, buf.strides, strict=True):
-                if self.varies(i):
-                    terms.append(self._scaled(self.ctrl(i), s))
-            return " + ".join(terms)
+            return hoisted.base
         ix = []
         for i in idx:
             t = self.ctrl(i)

@@ -90,8 +90,17 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
     """
     pd = procdef_of(p)
     cp = compiled(pd)
-    values = bind_args(cp, args, kwargs)
-    flat, write_back = _flatten(cp, values)
+    try:
+        fast = cp.fast_bind(*args, **kwargs)
+    except TypeError:  # an argument given twice: the general binding says so
+        fast = None
+    if fast is None:
+        values = bind_args(cp, args, kwargs)
+        flat, write_back = _flatten(cp, values)
+        pairs: tuple[tuple[Any, list[Any]], ...] = ()
+    else:
+        flat, pairs = fast
+        write_back = []
     cp.preds(*flat)
     try:
         if cp.uses_numpy:
@@ -105,6 +114,8 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
     finally:
         # the generated code works on Python lists: what it wrote goes back to the arrays,
         # also when it stops with an error (the arrays then hold the writes made so far)
+        for view, data in pairs:
+            view[:] = data
         for wb in write_back:
             wb()
 
