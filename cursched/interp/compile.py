@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import keyword
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, assert_never
@@ -73,13 +73,6 @@ __all__ = ["CompiledProc", "Compiler", "new_buffer"]
 _GARBAGE = 0xDEADBEEF
 
 
-def walk_offsets(start: int, step: int, n: int) -> Iterator[int]:
-    """``start, start + step, ...``: ``n`` offsets (none when ``n <= 0``)."""
-    if step:
-        return iter(range(start, start + step * n, step))
-    return repeat(start, max(n, 0))
-
-
 #: Loops of at most this many iterations are not versioned (see the module docstring).
 _SHORT = 6
 
@@ -97,7 +90,7 @@ _HELPERS: dict[str, Any] = {
     "_round_f16": round_f16,
     "_sqrt": sqrt_float,
     "_NAN": math.nan,
-    "_steps": walk_offsets,
+    "_repeat": repeat,
 }
 
 
@@ -358,8 +351,11 @@ class Compiler(ExprCompiler):
         dt = self.elem_type(s.sym).np_dtype
         buf = self.buf(s.sym)
         # the destination's index is checked before the right-hand side runs
+        h = self.hoisted.get(id(s))
         if buf.local:
             target = buf.data
+        elif h is not None and h.scalar is not None:
+            target = h.scalar
         else:
             off = self.offset(s, s.sym, s.idx, "write")
             if not _is_name(off):
@@ -471,17 +467,33 @@ class Compiler(ExprCompiler):
                 bases[text] = text if _is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
         # a short loop does not repay the checks and set-up on entry: it runs checked
-        self.line(f"if {hi} - {lo} > {_SHORT} and ({' and '.join(conds)}):")
+        scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
+        self.line(f"if {hi} - {lo} > {_SHORT} and ({' and '.join([*conds, *distinct])}):")
         self.depth += 1
         for text, name in bases.items():
             if name != text:
                 self.line(f"{name} = {text}")
+        for data, off, local in scalars:
+            self.line(f"{local} = {data}[{off}]")
+        if scalars:
+            # the element goes back to its list also when the loop stops with an error
+            self.line("try:")
+            self.depth += 1
         if walks:
             count = self.tmp("n")
             self.line(f"{count} = {hi} - {lo}")
+            walkers = []
+            for a, b in walks:
+                w0, dw = self.tmp("w"), self.tmp("w")
+                self.line(f"{w0} = {a}")
+                self.line(f"{dw} = {b}")
+                # a range walks the offsets in C; a zero stride (a broadcast) repeats one
+                walkers.append(
+                    f"(range({w0}, {w0} + {dw} * {count}, {dw}) if {dw} "
+                    f"else _repeat({w0}, {count}))"
+                )
             targets = ", ".join([v, *walks.values()])
-            its = ", ".join(f"_steps({a}, {b}, {count})" for a, b in walks)
-            self.line(f"for {targets} in zip(range({lo}, {hi}), {its}):")
+            self.line(f"for {targets} in zip(range({lo}, {hi}), {', '.join(walkers)}):")
         else:
             self.line(head)
         saved = self.hoisted
@@ -489,6 +501,11 @@ class Compiler(ExprCompiler):
         self.nested(s.body)
         self.hoisted = saved
         self.inner_var = None
+        if scalars:
+            self.depth -= 1
+            self.line("finally:")
+            for data, off, local in scalars:
+                self.line(f"    {data}[{off}] = {local}")
         self.depth -= 1
         self.line("else:")
         self.depth += 1
@@ -501,13 +518,8 @@ class Compiler(ExprCompiler):
         into a buffer defined outside the loop, with indices affine in the loop variable."""
         inside = {st.sym for st in walk_stmts(s.body) if isinstance(st, Alloc | WindowStmt)}
         out: list[tuple[Any, Sym, tuple[Expr, ...]]] = []
-        for st in walk_stmts(s.body):
-            if isinstance(st, Assign | Reduce) and st.idx:
-                out.append((st, st.sym, st.idx))
-            for root in stmt_exprs(st):
-                for e in walk_expr(root):
-                    if isinstance(e, Read) and e.idx:
-                        out.append((e, e.sym, e.idx))
+        for node, sym, idx in self._accesses(s.body):
+            out.append((node, sym, idx))
         return [
             (node, sym, idx)
             for node, sym, idx in out
@@ -516,6 +528,62 @@ class Compiler(ExprCompiler):
             and not self.bufs[sym].local
             and all(_affine_in(e, s.iter, inside) for e in idx)
         ]
+
+    def _accesses(self, body: tuple[Stmt, ...]) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
+        """Every element access in ``body``: (node, buffer, indices); data scalars too."""
+        out: list[tuple[Any, Sym, tuple[Expr, ...]]] = []
+
+        def data(sym: Sym) -> bool:
+            return sym in self.types
+
+        for st in walk_stmts(body):
+            if isinstance(st, Assign | Reduce) and data(st.sym):
+                out.append((st, st.sym, st.idx))
+            for root in stmt_exprs(st):
+                for e in walk_expr(root):
+                    if isinstance(e, Read) and data(e.sym) and isinstance(e.type, DataType):
+                        out.append((e, e.sym, e.idx))
+        return out
+
+    def _scalar_replace(
+        self, s: For, hoisted: dict[int, Hoisted], invariant: set[str]
+    ) -> tuple[list[tuple[str, str, str]], list[str]]:
+        """Elements of the loop's body written at one loop-invariant place of a list that no
+        other access of the body may touch: held in a local through the loop.
+
+        Returns (list, offset, local) per element, and the runtime conditions that the other
+        lists of the body are other lists (views of one array share a list).
+        """
+        if any(isinstance(st, Call) for st in walk_stmts(s.body)):
+            return [], []  # a callee may read or write any list
+        places: dict[str, set[str]] = {}
+        written: set[str] = set()
+        for node, sym, _ in self._accesses(s.body):
+            b = self.bufs.get(sym)
+            if b is None:
+                # a buffer defined in the body: a window of it may share any list
+                return [], []
+            if b.local:
+                continue
+            h = hoisted.get(id(node))
+            places.setdefault(b.data, set()).add(h.base if h is not None else "?")
+            if isinstance(node, Assign | Reduce):
+                written.add(b.data)
+        chosen = []
+        for data, where in places.items():
+            (only,) = where if len(where) == 1 else ("?",)
+            if data in written and only in invariant:
+                chosen.append((data, only, self.tmp("s")))
+        if not chosen:
+            return [], []
+        for node, sym, _ in self._accesses(s.body):
+            h = hoisted.get(id(node))
+            b = self.bufs[sym]
+            for data, off, local in chosen:
+                if h is not None and b.data == data and h.base == off:
+                    hoisted[id(node)] = Hoisted(off, local)
+        conds = [f"{d} is not {o}" for d, _, _ in chosen for o in places if o != d]
+        return chosen, conds
 
     # -- calls ---------------------------------------------------------------------------
     def _stmt_call(self, s: Call) -> None:

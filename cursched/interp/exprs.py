@@ -106,6 +106,8 @@ class Hoisted:
     offset (computed before the loop, or walked by the loop)."""
 
     base: str
+    #: the local variable holding the element through the loop (scalar replacement)
+    scalar: str | None = None
 
 
 def _is_int(dt: np.dtype[Any]) -> bool:
@@ -318,6 +320,9 @@ class ExprCompiler:
         buf = self.buf(e.sym)
         if buf.local:
             return buf.data
+        h = self.hoisted.get(id(e))
+        if h is not None and h.scalar is not None:
+            return h.scalar
         return f"{buf.data}[{self.offset(e, e.sym, e.idx, 'read')}]"
 
     # -- data expressions ----------------------------------------------------------------
@@ -453,7 +458,7 @@ class ExprCompiler:
         if e.name == "sqrt" and is_float:
             return f"_sqrt({xs[0]})", False
         self.uses_numpy = True
-        fn = self.const(_numpy_extern(spec.numpy, dt), e.name)
+        fn = self.const(_numpy_extern(spec.numpy, dt, len(xs)), e.name)
         return f"{fn}({', '.join(xs)})", True
 
     # -- windows -------------------------------------------------------------------------
@@ -515,14 +520,18 @@ def _window_raiser(text: str, where: str, dim: int) -> Callable[[Any, tuple[int,
     return fail
 
 
-def _numpy_extern(fn: Callable[..., Any], dt: np.dtype[Any]) -> Callable[..., Any]:
+def _numpy_extern(fn: Callable[..., Any], dt: np.dtype[Any], nargs: int) -> Callable[..., Any]:
     """The table's numpy function on numpy scalars of ``dt``, its result as a Python number
     of ``dt`` (numpy may promote: exp of an int is a float)."""
     conv = dt.type
     back: Callable[[Any], Any] = int if _is_int(dt) else float
 
+    def call1(x: Any) -> Any:  # the common arity, without building argument tuples
+        r = fn(conv(x))
+        return back(r if type(r) is conv else conv(r))
+
     def call(*xs: Any) -> Any:
         r = fn(*(conv(x) for x in xs))
         return back(r if type(r) is conv else conv(r))
 
-    return call
+    return call1 if nargs == 1 else call
