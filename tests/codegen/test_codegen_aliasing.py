@@ -281,7 +281,7 @@ def test_self_overlapping_written_window_is_refused(layout: bool) -> None:
     f = shift.compile()
     b = np.arange(8, dtype=np.float32)
     broadcast = np.lib.stride_tricks.as_strided(b, (4,), (0,))
-    with pytest.raises(ArgumentError, match="argument 'w'.*reach the same element"):
+    with pytest.raises(ArgumentError, match=r"argument 'w'.*reach the same element"):
         f(4, broadcast, b[4:8])
     # read only, the same view is fine
     out = np.zeros(4, np.float32)
