@@ -114,7 +114,8 @@ def replace(
            counterexample; the ``SafetyError`` is its ``__cause__``). This is what Exo 1.0's
            ``replace`` skips (Exo issue 758).
         6. no two pointer arguments of the call may overlap while the callee writes one,
-           unless the callee is sequential (no instruction, no ``par`` loop): an
+           unless the callee is sequential (no instruction, no ``par`` loop) or they are
+           one window the callee touches pointwise (``add(acc, acc, y)``): an
            instruction's template may load all, then store, which an overlap makes
            observable (``ReplaceAliasError``, naming both windows; not skipped by
            ``unsafe_skip_checks``). See docs/semantics.md, "Aliasing".
@@ -187,7 +188,8 @@ def _check_no_overlap(ir: ProcDef, path: Path, block: BlockCursor) -> None:
     if why is None:
         return
     for o in call_overlaps(call, context_of(ir, path), lambda _s: True):
-        raise fail(ReplaceAliasError, NAME, refusal(o, why), block)
+        if not o.pointwise:
+            raise fail(ReplaceAliasError, NAME, refusal(o, why), block)
 
 
 __all__ = [
