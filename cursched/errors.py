@@ -17,11 +17,27 @@ The hierarchy (DESIGN.md, contract 10)::
       InterpreterError      the reference interpreter hit a failing assert or an
                             out-of-bounds access
       IRVerificationError   an IR value breaks an invariant of ``cursched.ir.verify``
+
+Errors reach the user without internal frames: each entry point of the API (a primitive
+through the registry, ``@proc``/``@instr``, ``Proc.compile``, ``Proc.interpret``, a compiled
+proc's call) catches ``CurschedError`` and re-raises it through ``at_boundary``, so the
+traceback holds the user's frames and that one entry point. The chained internal error (an
+analysis ``SafetyError`` behind a primitive's precondition class, say) and the internal
+traceback stay on the exception as ``internal_cause`` and ``internal_traceback`` for whoever
+debugs cursched; ``CURSCHED_DEBUG=1`` keeps the full chained traceback instead.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
+from typing import ParamSpec, TypeVar
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +61,56 @@ class SrcInfo:
 
 
 class CurschedError(Exception):
-    """Base class of every error raised by cursched."""
+    """Base class of every error raised by cursched.
+
+    Attributes:
+        internal_cause: the internal exception this one was raised from (its ``__cause__``
+            or ``__context__`` before ``at_boundary`` cut the chain), or None.
+        internal_traceback: the frames inside cursched that the boundary dropped, or None.
+    """
+
+    internal_cause: BaseException | None = None
+    internal_traceback: TracebackType | None = None
+
+
+def debug_tracebacks() -> bool:
+    """Whether ``CURSCHED_DEBUG`` asks for full internal tracebacks (read at each error)."""
+    return os.environ.get("CURSCHED_DEBUG", "0") not in ("", "0")
+
+
+def at_boundary(e: CurschedError) -> CurschedError:
+    """``e`` made ready to be re-raised at an API entry point, without internal frames.
+
+    Keeps the chain and the dropped frames on ``e.internal_cause`` and
+    ``e.internal_traceback`` (the first boundary crossed wins, so nested entry points, a
+    primitive calling another, keep the innermost story). Raise the result ``from None``.
+    With ``CURSCHED_DEBUG`` set, ``e`` is returned untouched.
+    """
+    if debug_tracebacks():
+        return e
+    if e.internal_traceback is None:
+        e.internal_traceback = e.__traceback__
+    if e.internal_cause is None:
+        e.internal_cause = e.__cause__ or e.__context__
+    e.__cause__ = None
+    e.__suppress_context__ = True
+    return e.with_traceback(None)
+
+
+def api_boundary(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Decorator for an API entry point: a ``CurschedError`` leaves it through ``at_boundary``
+    (its traceback ends at this entry point: the user's frames and this one)."""
+
+    @functools.wraps(fn)
+    def entry(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return fn(*args, **kwargs)
+        except CurschedError as e:
+            if debug_tracebacks():
+                raise
+            raise at_boundary(e) from None
+
+    return entry
 
 
 class _LocatedError(CurschedError):

@@ -81,6 +81,8 @@ from cursched.errors import (
     ForeignCursorError,
     IRVerificationError,
     SchedulingError,
+    at_boundary,
+    debug_tracebacks,
 )
 from cursched.proc import Proc
 
@@ -295,6 +297,16 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
 
     @functools.wraps(fn)
     def run(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
+        # the API boundary: a user's error shows the user's line and this one, not the
+        # frames of the checks behind it (their chain stays on ``internal_cause``)
+        try:
+            return apply(proc, *args, **kwargs)
+        except CurschedError as e:
+            if debug_tracebacks():
+                raise
+            raise at_boundary(e) from None
+
+    def apply(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
         if not isinstance(proc, Proc):
             raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
         try:
