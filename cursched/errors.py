@@ -6,7 +6,22 @@ The hierarchy (DESIGN.md, contract 10)::
       ParseError            source is not in the language (file:line:col + caret excerpt)
       TypeCheckError        source is in the language but ill-typed (same location format)
         BoundsError         an access that cannot be proven in bounds
-      SchedulingError       a primitive's precondition failed (one subclass per precondition)
+      SchedulingError       a primitive's precondition failed (one subclass per precondition,
+                            each also under exactly one reason class below)
+        RaceError           parallel iterations would touch one element
+        DependenceError     the rewrite would reorder or drop accesses against a dependence
+                            (or a value it needs is written or used elsewhere)
+        OutOfBoundsError    an access, point or window may leave its bounds
+        NotProvenError      a fact the rewrite needs (equality, divisibility, sign, coverage,
+                            idempotence, an assert) cannot be proven
+        BadNameError        a new name is not usable (keyword, reserved, taken)
+        BadArgumentError    a non-cursor argument has the wrong type or value (a factor, a
+                            memory, an expression text that does not parse)
+        ShapeMismatchError  the code at the cursor is not of the form the primitive rewrites
+        ScopeError          a name would leave its scope or enter one where it is unbound
+        AliasError          a buffer is reached indirectly (windows, whole-buffer calls,
+                            ``stride``), which the rewrite cannot follow
+        TypeMismatchError   types, precisions or memories that must agree do not
       CursorError
         StaleCursorError    a cursor whose node was killed by an earlier primitive
         ForeignCursorError  a cursor from a version that is not an ancestor
@@ -143,6 +158,71 @@ class BoundsError(TypeCheckError):
 
 class SchedulingError(CurschedError):
     """A scheduling primitive refused to rewrite because a precondition failed."""
+
+
+# --- reasons: ``except RaceError`` catches a race whatever the primitive (the precise class
+# stays the primitive's own; tests/test_error_reasons.py checks each has exactly one reason)
+
+
+class RaceError(SchedulingError):
+    """Reason: iterations of a ``par`` loop (or of parallel stages) would touch one element."""
+
+
+class DependenceError(SchedulingError):
+    """Reason: the rewrite would reorder, merge or drop accesses against a dependence, or a
+    value it relies on is written or used elsewhere."""
+
+
+class OutOfBoundsError(SchedulingError):
+    """Reason: an access, a point or a window may leave the bounds it must stay in."""
+
+
+class NotProvenError(SchedulingError):
+    """Reason: a fact the rewrite needs (an equality, a divisibility, a sign, a coverage, an
+    idempotence, a callee's assert) cannot be proven where it stands."""
+
+
+class BadNameError(SchedulingError):
+    """Reason: a new name is not usable (not an identifier, a keyword, reserved, or taken)."""
+
+
+class BadArgumentError(SchedulingError):
+    """Reason: a non-cursor argument of a primitive has the wrong type or value (a factor, a
+    memory, a flag, an expression text). Not ``ArgumentError``, which is about the
+    arguments of a call to a compiled or interpreted proc."""
+
+
+class ShapeMismatchError(SchedulingError):
+    """Reason: the code the cursor designates is not of the form the primitive rewrites (not a
+    loop, not nested, not adjacent, bodies that differ, no match)."""
+
+
+class ScopeError(SchedulingError):
+    """Reason: a name would leave its scope, or enter one where it is not bound."""
+
+
+class AliasError(SchedulingError):
+    """Reason: a buffer is reached indirectly (a window, a whole-buffer call argument,
+    ``stride``), which the rewrite cannot follow."""
+
+
+class TypeMismatchError(SchedulingError):
+    """Reason: types, precisions or memories that must agree do not."""
+
+
+REASONS: tuple[type[SchedulingError], ...] = (
+    RaceError,
+    DependenceError,
+    OutOfBoundsError,
+    NotProvenError,
+    BadNameError,
+    BadArgumentError,
+    ShapeMismatchError,
+    ScopeError,
+    AliasError,
+    TypeMismatchError,
+)
+"""Every reason class, each a direct subclass of ``SchedulingError``."""
 
 
 class CursorError(CurschedError):

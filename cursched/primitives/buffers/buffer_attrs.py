@@ -11,7 +11,12 @@ import dataclasses
 from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.locs import format_path
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    AliasError,
+    BadArgumentError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -72,20 +77,20 @@ def _done(ed: Editor, loc: NodeLoc | ArgLoc) -> Rewrite[BufferCursors]:
 # ------------------------------------------------------------------------------ set_memory
 
 
-class SetMemoryError(SchedulingError):
+class SetMemoryError(BadArgumentError):
     """set_memory, precondition 1: ``mem`` is not a ``Memory`` class."""
 
 
-class SetMemoryNotDataError(SchedulingError):
+class SetMemoryNotDataError(ShapeMismatchError):
     """set_memory, precondition 2: the parameter is a control value (it has no memory)."""
 
 
-class SetMemoryWindowedError(SchedulingError):
+class SetMemoryWindowedError(AliasError):
     """set_memory, precondition 3: the new memory is not windowable, but the buffer is
     windowed or passed to a call."""
 
 
-class SetMemoryCallError(SchedulingError):
+class SetMemoryCallError(TypeMismatchError):
     """set_memory, precondition 4: the buffer (or a window of it) is passed to a call whose
     parameter lives in another memory."""
 
@@ -179,15 +184,15 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
 # --------------------------------------------------------------------------- set_precision
 
 
-class SetPrecisionError(SchedulingError):
+class SetPrecisionError(BadArgumentError):
     """set_precision, precondition 1: ``type`` is not a data type (or its name)."""
 
 
-class SetPrecisionNotDataError(SchedulingError):
+class SetPrecisionNotDataError(ShapeMismatchError):
     """set_precision, precondition 2: the buffer is not data (a control parameter)."""
 
 
-class SetPrecisionSharedError(SchedulingError):
+class SetPrecisionSharedError(AliasError):
     """set_precision, precondition 3: the buffer is windowed or passed to a call, whose
     parameter types would no longer match."""
 
@@ -314,15 +319,15 @@ def _pairs(old: tuple[object, ...], new: tuple[object, ...]) -> list[tuple[objec
 # ------------------------------------------------------------------------------ set_window
 
 
-class SetWindowNotArgError(SchedulingError):
+class SetWindowNotArgError(ShapeMismatchError):
     """set_window, precondition 1: the buffer is not a tensor parameter."""
 
 
-class SetWindowFlagError(SchedulingError):
+class SetWindowFlagError(BadArgumentError):
     """set_window, precondition 2: the flag is not a bool."""
 
 
-class SetWindowCallError(SchedulingError):
+class SetWindowCallError(AliasError):
     """set_window, precondition 3: the parameter is passed whole to a call whose parameter
     is a contiguous tensor, which cannot take a window."""
 

@@ -25,7 +25,15 @@ from cursched.cursors import AllocCursor, BlockCursor, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    AliasError,
+    BadArgumentError,
+    BadNameError,
+    NotProvenError,
+    OutOfBoundsError,
+    RaceError,
+    ShapeMismatchError,
+)
 from cursched.ir.memory import DRAM, Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -69,48 +77,48 @@ from cursched.proc import Proc
 NAME = "stage_mem"
 
 
-class StageWindowError(SchedulingError):
+class StageWindowError(BadArgumentError):
     """stage_mem, precondition 1: the window is not ``name[coord, ...]`` over a tensor visible
     at the block, one coordinate (``lo:hi`` or an index) per dimension."""
 
 
-class StageNameError(SchedulingError):
+class StageNameError(BadNameError):
     """stage_mem, precondition 2: the new buffer's name is not a fresh identifier."""
 
 
-class StageMemoryError(SchedulingError):
+class StageMemoryError(BadArgumentError):
     """stage_mem, precondition 3: ``memory`` is not a ``Memory`` class."""
 
 
-class StageAliasError(SchedulingError):
+class StageAliasError(AliasError):
     """stage_mem, precondition 4: the block reaches the buffer other than by direct indexing
     (a window of it made before the block, the whole buffer passed to a call, ``stride``)."""
 
 
-class StageNoAccessError(SchedulingError):
+class StageNoAccessError(ShapeMismatchError):
     """stage_mem, precondition 5: the block does not access the buffer at all."""
 
 
-class StageOutsideWindowError(SchedulingError):
+class StageOutsideWindowError(OutOfBoundsError):
     """stage_mem, precondition 7: an access of the block leaves the window."""
 
 
-class StageWindowBoundsError(SchedulingError):
+class StageWindowBoundsError(NotProvenError):
     """stage_mem, precondition 6: a window range ``lo:hi`` may have ``hi < lo``."""
 
 
-class StageAccumError(SchedulingError):
+class StageAccumError(ShapeMismatchError):
     """stage_mem, precondition 8: ``accum=True`` but the block reads or overwrites the buffer
     (it must only reduce into it)."""
 
 
-class StagePartialWriteError(SchedulingError):
+class StagePartialWriteError(NotProvenError):
     """stage_mem, precondition 9: the block writes the window without reading it, but does not
     provably write all of it: copying the window back would clobber the elements it did not
     write (Exo issue 527)."""
 
 
-class StageParallelError(SchedulingError):
+class StageParallelError(RaceError):
     """stage_mem, precondition 10: inside a ``par`` loop, the stages would make iterations
     touch the same elements (each loads and stores its whole window)."""
 

@@ -14,7 +14,7 @@ from cursched.analysis import affine as af
 from cursched.cursors import BlockLoc, Editor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list, walk
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
 from cursched.ir.nodes import (
     Assign,
     BinOp,
@@ -36,7 +36,7 @@ from cursched.primitives.registry import fail, primitive
 from cursched.proc import Proc
 
 
-class NotAWindowError(SchedulingError):
+class NotAWindowError(ShapeMismatchError):
     """inline_window, precondition 1: the statement is not a window statement ``y = x[...]``."""
 
 

@@ -19,7 +19,7 @@ from cursched.analysis import affine as af
 from cursched.analysis.context import PathContext, context_of
 from cursched.cursors import BlockCursor, CallCursor, Editor, StmtCursor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
 from cursched.ir.nodes import (
     Assign,
     BinOp,
@@ -48,7 +48,7 @@ from cursched.proc import Proc
 # ----------------------------------------------------------------------------------- inline
 
 
-class InlineNotCallError(SchedulingError):
+class InlineNotCallError(ShapeMismatchError):
     """inline, precondition 1: the statement is not a call."""
 
 

@@ -17,7 +17,7 @@ from cursched.analysis.context import PathContext, context_of
 from cursched.cursors import BlockCursor, BlockLoc, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
-from cursched.errors import BoundsError, SchedulingError
+from cursched.errors import BadNameError, BoundsError, OutOfBoundsError, ScopeError
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Assign, BinOp, Call, Expr, FnArg, ProcDef, Read, Reduce, Stmt
 from cursched.ir.symbols import Sym
@@ -28,16 +28,16 @@ from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primit
 from cursched.proc import Proc
 
 
-class ExtractNameError(SchedulingError):
+class ExtractNameError(BadNameError):
     """extract_subproc, precondition 1: the name is not a Python identifier."""
 
 
-class ExtractEscapeError(SchedulingError):
+class ExtractEscapeError(ScopeError):
     """extract_subproc, precondition 2: the block defines a name (allocation, window) that
     statements after it use."""
 
 
-class ExtractBoundsError(SchedulingError):
+class ExtractBoundsError(OutOfBoundsError):
     """extract_subproc, precondition 3: an access of the block is not provably in bounds
     from what the new proc's asserts can say over its parameters."""
 

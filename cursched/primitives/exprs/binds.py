@@ -26,7 +26,12 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list, walk
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadNameError,
+    DependenceError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
     Alloc,
@@ -59,47 +64,47 @@ from cursched.proc import Proc
 # ----------------------------------------------------------------------------------- errors
 
 
-class NotBindableError(SchedulingError):
+class NotBindableError(ShapeMismatchError):
     """bind_expr, precondition 2: an expression is not a data value computed by an
     assignment or reduction (a control value, a window, a call argument)."""
 
 
-class ExprsDifferError(SchedulingError):
+class ExprsDifferError(ShapeMismatchError):
     """bind_expr, precondition 5: the expressions are not all the same."""
 
 
-class BadBindNameError(SchedulingError):
+class BadBindNameError(BadNameError):
     """bind_expr, precondition 6: the new name is not a valid identifier."""
 
 
-class ExprsNotAfterFirstError(SchedulingError):
+class ExprsNotAfterFirstError(ShapeMismatchError):
     """bind_expr, precondition 3: an expression is neither in the statement of the first one
     nor in a statement after it in the same block."""
 
 
-class PrecisionMismatchError(SchedulingError):
+class PrecisionMismatchError(TypeMismatchError):
     """bind_expr / inline_assign: statements of different precisions would share a value."""
 
 
-class ReadsChangedError(SchedulingError):
+class ReadsChangedError(DependenceError):
     """bind_expr / inline_assign: a buffer the expression reads is written between the point
     where it is computed and a use."""
 
 
-class NotAnAssignError(SchedulingError):
+class NotAnAssignError(ShapeMismatchError):
     """inline_assign, precondition 1: the statement is not an assignment ``x = e``."""
 
 
-class NotALocalBufferError(SchedulingError):
+class NotALocalBufferError(ShapeMismatchError):
     """inline_assign, precondition 2: the assignment does not write a buffer allocated in the
     proc (a parameter's final value is seen by the caller)."""
 
 
-class WrittenElsewhereError(SchedulingError):
+class WrittenElsewhereError(DependenceError):
     """inline_assign, precondition 3: the scalar is written by another statement too."""
 
 
-class ReadElsewhereError(SchedulingError):
+class ReadElsewhereError(DependenceError):
     """inline_assign, precondition 4: the scalar is read somewhere other than after the
     assignment in its block, or as a call argument."""
 

@@ -18,7 +18,7 @@ from cursched.analysis.checks import SafetyError, check_expr_equal
 from cursched.analysis.context import context_of
 from cursched.cursors import Editor, ExprCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, NotProvenError, ShapeMismatchError
 from cursched.ir.nodes import CMP_OPS, BinOp, Const, Expr, Node, ProcDef, Read, USub
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
@@ -42,23 +42,23 @@ from cursched.proc import Proc
 # ----------------------------------------------------------------------------------- errors
 
 
-class BadNewExpressionError(SchedulingError):
+class BadNewExpressionError(BadArgumentError):
     """rewrite_expr, precondition 2: the new expression is not a valid expression here."""
 
 
-class ExprNotEqualError(SchedulingError):
+class ExprNotEqualError(NotProvenError):
     """rewrite_expr, precondition 3: the new expression is not provably equal to the old."""
 
 
-class NotCommutativeError(SchedulingError):
+class NotCommutativeError(ShapeMismatchError):
     """commute_expr, precondition 2: an expression is not a ``+`` or ``*``."""
 
 
-class NotAssociativeError(SchedulingError):
+class NotAssociativeError(ShapeMismatchError):
     """left_reassociate_expr, precondition 2: the expression is not a ``+`` or ``*``."""
 
 
-class RhsNotSameOpError(SchedulingError):
+class RhsNotSameOpError(ShapeMismatchError):
     """left_reassociate_expr, precondition 3: the right operand is not the same operation."""
 
 

@@ -25,7 +25,7 @@ from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import context_of
 from cursched.cursors import Cursor, ExprCursor
 from cursched.cursors.tree import _CHILDREN
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, SchedulingError
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -62,7 +62,7 @@ N = TypeVar("N", bound=Node)
 Ranges = Mapping[Sym, af.Bound]
 
 
-class BadIndexExpressionError(SchedulingError):
+class BadIndexExpressionError(BadArgumentError):
     """An index argument (a cut point, a new lower bound) is not an affine expression over the
     sizes and loop variables visible where it is used."""
 

@@ -29,7 +29,7 @@ from cursched.cursors import (
     StmtCursor,
 )
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import DependenceError, NotProvenError, ShapeMismatchError
 from cursched.ir.nodes import For, If, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr
@@ -40,15 +40,15 @@ from cursched.proc import Proc
 # ---------------------------------------------------------------------------- reorder_loops
 
 
-class ReorderNotNestedError(SchedulingError):
+class ReorderNotNestedError(ShapeMismatchError):
     """reorder_loops, precondition 1: the loop's body is not exactly one loop."""
 
 
-class ReorderBoundsError(SchedulingError):
+class ReorderBoundsError(ShapeMismatchError):
     """reorder_loops, precondition 2: the inner loop's bounds use the outer variable."""
 
 
-class ReorderDependenceError(SchedulingError):
+class ReorderDependenceError(DependenceError):
     """reorder_loops, precondition 3: swapping the loops reverses a dependence."""
 
 
@@ -121,17 +121,17 @@ def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
 # ---------------------------------------------------------------------------------- fission
 
 
-class FissionNotInLoopError(SchedulingError):
+class FissionNotInLoopError(ShapeMismatchError):
     """fission, precondition 1: one of the ``n_lifts`` levels around the gap is neither a
     loop nor an ``if`` without ``else``."""
 
 
-class FissionAtEdgeError(SchedulingError):
+class FissionAtEdgeError(ShapeMismatchError):
     """fission, precondition 2: the gap is at the start or end of the innermost body, so
     one of the two loops would be empty."""
 
 
-class FissionDependenceError(SchedulingError):
+class FissionDependenceError(DependenceError):
     """fission, precondition 3: running every statement before the gap first changes the
     result (or the second part uses a name the first part defines)."""
 
@@ -279,23 +279,23 @@ def _second_pairs(levels: list[Level], renamed: Stmt) -> list[tuple[Stmt, Stmt]]
 # -------------------------------------------------------------------------------------- fuse
 
 
-class FuseKindError(SchedulingError):
+class FuseKindError(ShapeMismatchError):
     """fuse, precondition 1: the statements are not two loops or two ifs."""
 
 
-class FuseNotAdjacentError(SchedulingError):
+class FuseNotAdjacentError(ShapeMismatchError):
     """fuse, precondition 2: the second statement does not directly follow the first."""
 
 
-class FuseBoundsError(SchedulingError):
+class FuseBoundsError(NotProvenError):
     """fuse, precondition 3 (loops): the bounds are not provably equal."""
 
 
-class FuseConditionError(SchedulingError):
+class FuseConditionError(NotProvenError):
     """fuse, precondition 3 (ifs): the conditions are not provably equivalent."""
 
 
-class FuseDependenceError(SchedulingError):
+class FuseDependenceError(DependenceError):
     """fuse, precondition 4: an iteration of the second loop depends on a later iteration
     of the first one (or, for two ``par`` loops, the fused loop is not race-free)."""
 

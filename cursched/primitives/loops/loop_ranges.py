@@ -19,7 +19,12 @@ from cursched.analysis.checks import (
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockLoc, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    NotProvenError,
+    OutOfBoundsError,
+    RaceError,
+    ShapeMismatchError,
+)
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import For, ProcDef
 from cursched.primitives.loops.loop_common import (
@@ -38,7 +43,7 @@ from cursched.proc import Proc
 # --------------------------------------------------------------------------------- cut_loop
 
 
-class CutOutOfRangeError(SchedulingError):
+class CutOutOfRangeError(OutOfBoundsError):
     """cut_loop, precondition 2: the cut point is not provably within ``[lo, hi]``."""
 
 
@@ -108,7 +113,7 @@ def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
 # ------------------------------------------------------------------------------- shift_loop
 
 
-class ShiftNegativeError(SchedulingError):
+class ShiftNegativeError(NotProvenError):
     """shift_loop, precondition 2: the new lower bound is not provably non-negative."""
 
 
@@ -173,20 +178,20 @@ def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCur
 # ------------------------------------------------------------------------------- join_loops
 
 
-class JoinNotAdjacentError(SchedulingError):
+class JoinNotAdjacentError(ShapeMismatchError):
     """join_loops, precondition 1: the second loop does not directly follow the first."""
 
 
-class JoinBodiesDifferError(SchedulingError):
+class JoinBodiesDifferError(ShapeMismatchError):
     """join_loops, precondition 2: the bodies differ (up to the loop variables)."""
 
 
-class JoinNotContiguousError(SchedulingError):
+class JoinNotContiguousError(NotProvenError):
     """join_loops, precondition 3: the first loop's ``hi`` is not provably the second's
     ``lo``, or the ranges are not provably ``lo1 <= hi1 <= hi2``."""
 
 
-class JoinParallelError(SchedulingError):
+class JoinParallelError(RaceError):
     """join_loops, precondition 4: two ``par`` loops would join into a racy ``par`` loop."""
 
 

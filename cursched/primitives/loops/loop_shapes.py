@@ -21,7 +21,7 @@ from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import BadNameError, RaceError, ShapeMismatchError
 from cursched.ir.nodes import (
     Expr,
     For,
@@ -78,7 +78,7 @@ def _exact_divs(ir: ProcDef, path: Path, a: af.Aff) -> af.Aff:
 # ------------------------------------------------------------------------------ unroll_loop
 
 
-class UnrollNotConstantError(SchedulingError):
+class UnrollNotConstantError(ShapeMismatchError):
     """unroll_loop, precondition 1: the loop's bounds are not constants."""
 
 
@@ -146,16 +146,16 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
 # ------------------------------------------------------------------------------- mult_loops
 
 
-class MultNotNestedError(SchedulingError):
+class MultNotNestedError(ShapeMismatchError):
     """mult_loops, precondition 1: the loop's body is not exactly one loop."""
 
 
-class MultBoundsError(SchedulingError):
+class MultBoundsError(ShapeMismatchError):
     """mult_loops, precondition 2: a loop does not start at 0, or the inner loop's upper
     bound is not a positive constant."""
 
 
-class MultNameError(SchedulingError):
+class MultNameError(BadNameError):
     """mult_loops, precondition 3: the new name is not an identifier."""
 
 
@@ -243,7 +243,7 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
 # ------------------------------------------------------------------------- parallelize_loop
 
 
-class ParallelizeRaceError(SchedulingError):
+class ParallelizeRaceError(RaceError):
     """parallelize_loop, precondition 1: two iterations may touch one element (a race)."""
 
 

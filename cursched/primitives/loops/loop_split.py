@@ -19,7 +19,7 @@ from cursched.cursors import BlockLoc, Editor, ForCursor, NodeLoc, NoLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import BlockCursor, IfCursor
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, BadNameError, NotProvenError
 from cursched.ir.nodes import BinOp, For, If, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
@@ -39,24 +39,24 @@ Tail = Literal["guard", "cut", "cut_and_guard", "perfect"]
 TAILS = ("guard", "cut", "cut_and_guard", "perfect")
 
 
-class SplitFactorError(SchedulingError):
+class SplitFactorError(BadArgumentError):
     """split, precondition 1: the factor is not an integer greater than 1."""
 
 
-class SplitNamesError(SchedulingError):
+class SplitNamesError(BadNameError):
     """split, precondition 2: the new names are not two different identifiers."""
 
 
-class SplitTailError(SchedulingError):
+class SplitTailError(BadArgumentError):
     """split, precondition 3: ``tail`` is not one of guard, cut, cut_and_guard, perfect."""
 
 
-class SplitNotPerfectError(SchedulingError):
+class SplitNotPerfectError(NotProvenError):
     """split, precondition 4: ``tail="perfect"`` but the factor does not provably divide the
     loop's trip count."""
 
 
-class SplitTripCountError(SchedulingError):
+class SplitTripCountError(NotProvenError):
     """split, precondition 5: a ``cut`` tail needs ``lo <= hi`` proven (with a negative trip
     count, ``(hi - lo) % factor`` would run the tail on iterations the loop never had)."""
 

@@ -23,7 +23,12 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import IfCursor
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadNameError,
+    NotProvenError,
+    ScopeError,
+    ShapeMismatchError,
+)
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -103,11 +108,11 @@ def _body_paths(loop: ForCursor) -> tuple[tuple[tuple[str, int], ...], ...]:
 # ------------------------------------------------------------------------------ remove_loop
 
 
-class RemoveLoopUsesIterError(SchedulingError):
+class RemoveLoopUsesIterError(ShapeMismatchError):
     """remove_loop, precondition 1: the body uses the loop variable."""
 
 
-class RemoveLoopNotIdempotentError(SchedulingError):
+class RemoveLoopNotIdempotentError(NotProvenError):
     """remove_loop, precondition 2: the body is not provably idempotent."""
 
 
@@ -187,19 +192,19 @@ def remove_loop(
 # --------------------------------------------------------------------------------- add_loop
 
 
-class AddLoopNameError(SchedulingError):
+class AddLoopNameError(BadNameError):
     """add_loop, precondition 1: the new name is not an identifier."""
 
 
-class AddLoopBoundError(SchedulingError):
+class AddLoopBoundError(NotProvenError):
     """add_loop, precondition 3: the new loop's upper bound is not provably positive."""
 
 
-class AddLoopNotIdempotentError(SchedulingError):
+class AddLoopNotIdempotentError(NotProvenError):
     """add_loop, precondition 4: the block is not provably idempotent (and no guard)."""
 
 
-class AddLoopScopeError(SchedulingError):
+class AddLoopScopeError(ScopeError):
     """add_loop, precondition 5: the block declares names that later statements use."""
 
 

@@ -6,12 +6,12 @@ import keyword
 
 from cursched.cursors import Editor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadNameError
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 
-class InvalidNameError(SchedulingError):
+class InvalidNameError(BadNameError):
     """rename, precondition 1: the new name is not a Python identifier (or is a keyword)."""
 
 

@@ -23,7 +23,14 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import IfCursor, StmtCursor
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    DependenceError,
+    NotProvenError,
+    SchedulingError,
+    ScopeError,
+    ShapeMismatchError,
+)
 from cursched.ir.nodes import BinOp, Const, Expr, For, If, Node, Pass, ProcDef, Read, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, subst_stmt
@@ -36,27 +43,27 @@ from cursched.proc import Proc
 # ------------------------------------------------------------------------------ lift_scope
 
 
-class LiftNotScopeError(SchedulingError):
+class LiftNotScopeError(ShapeMismatchError):
     """lift_scope, precondition 1: the statement is not a loop or an ``if``."""
 
 
-class LiftNoParentError(SchedulingError):
+class LiftNoParentError(ShapeMismatchError):
     """lift_scope, precondition 2: the statement is not directly inside a loop or an ``if``."""
 
 
-class LiftNotAloneError(SchedulingError):
+class LiftNotAloneError(ShapeMismatchError):
     """lift_scope, precondition 3: the statement is not alone in its enclosing block."""
 
 
-class LiftConditionUsesLoopError(SchedulingError):
+class LiftConditionUsesLoopError(ShapeMismatchError):
     """lift_scope, precondition 4: an ``if`` lifted out of a loop tests the loop variable."""
 
 
-class LiftLoopFromElseError(SchedulingError):
+class LiftLoopFromElseError(ShapeMismatchError):
     """lift_scope, precondition 5: a loop cannot leave an ``if`` that has an ``else``."""
 
 
-class LiftReorderError(SchedulingError):
+class LiftReorderError(DependenceError):
     """lift_scope, precondition 6: a loop lifted out of a loop cannot be interchanged."""
 
 
@@ -201,16 +208,16 @@ def lift_scope(proc: Proc, scope: StmtCursor) -> Rewrite[LiftScopeCursors]:
 # ------------------------------------------------------------------------------ specialize
 
 
-class SpecializeNoConditionsError(SchedulingError):
+class SpecializeNoConditionsError(BadArgumentError):
     """specialize, precondition 1: no condition was given."""
 
 
-class SpecializeBadConditionError(SchedulingError):
+class SpecializeBadConditionError(BadArgumentError):
     """specialize, precondition 2: a condition is not a control condition over the names
     visible at the block."""
 
 
-class SpecializeScopeError(SchedulingError):
+class SpecializeScopeError(ScopeError):
     """specialize, precondition 3: the block declares names that later statements use."""
 
 
@@ -372,16 +379,16 @@ def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[Specialize
 # --------------------------------------------------------------------- eliminate_dead_code
 
 
-class DeadCodeKindError(SchedulingError):
+class DeadCodeKindError(ShapeMismatchError):
     """eliminate_dead_code, precondition 1: the statement is not an ``if`` or a loop."""
 
 
-class DeadCodeUndecidedError(SchedulingError):
+class DeadCodeUndecidedError(NotProvenError):
     """eliminate_dead_code, precondition 2: the ``if``'s condition is neither always true nor
     always false where it stands."""
 
 
-class DeadLoopMayRunError(SchedulingError):
+class DeadLoopMayRunError(NotProvenError):
     """eliminate_dead_code, precondition 3: the loop may run an iteration."""
 
 

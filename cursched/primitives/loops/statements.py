@@ -18,7 +18,7 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import DependenceError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import Pass
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
@@ -72,11 +72,11 @@ def insert_pass(proc: Proc, gap: GapCursor) -> Rewrite[InsertPassCursors]:
 # ------------------------------------------------------------------------------ delete_pass
 
 
-class NotAPassError(SchedulingError):
+class NotAPassError(ShapeMismatchError):
     """delete_pass, precondition 1: the statement is not ``pass``."""
 
 
-class EmptyBodyError(SchedulingError):
+class EmptyBodyError(ShapeMismatchError):
     """delete_pass, precondition 2: the ``pass`` is the only statement of its body."""
 
 
@@ -130,11 +130,11 @@ def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
 # ---------------------------------------------------------------------------- reorder_stmts
 
 
-class NotTwoStatementsError(SchedulingError):
+class NotTwoStatementsError(ShapeMismatchError):
     """reorder_stmts, precondition 1: the block does not hold exactly two statements."""
 
 
-class StmtsDontCommuteError(SchedulingError):
+class StmtsDontCommuteError(DependenceError):
     """reorder_stmts, precondition 2: swapping the statements could change the result."""
 
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from cursched.analysis.rescale import Rate, Refusal, rescale_rate
 from cursched.cursors import ForCursor
 from cursched.cursors.tree import stmt_list, update_at, walk
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    AliasError,
+    DependenceError,
+    NotProvenError,
+    SchedulingError,
+    ShapeMismatchError,
+)
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -51,45 +57,45 @@ from cursched.primitives.registry import fail
 # ------------------------------------------------------------------------- error classes
 
 
-class ScanLoopOrderError(SchedulingError):
+class ScanLoopOrderError(ShapeMismatchError):
     """scan_fuse, precondition 1: the loops are not in one block, the first before."""
 
 
-class ScanBoundsError(SchedulingError):
+class ScanBoundsError(NotProvenError):
     """scan_fuse, precondition 2: the loops' bounds differ."""
 
 
-class ScanBetweenError(SchedulingError):
+class ScanBetweenError(DependenceError):
     """scan_fuse, precondition 3: a statement between the loops depends on the first loop."""
 
 
-class ScanFirstLoopError(SchedulingError):
+class ScanFirstLoopError(DependenceError):
     """scan_fuse, precondition 4: the first loop does more than update one running value, or
     reads what the second loop writes."""
 
 
-class NotRescalableError(SchedulingError):
+class NotRescalableError(ShapeMismatchError):
     """scan_fuse, precondition 5: the second loop reads the running value other than in
     rescalable accumulation terms of one rate."""
 
 
-class AccumulatorWritesError(SchedulingError):
+class AccumulatorWritesError(ShapeMismatchError):
     """scan_fuse, precondition 6: an accumulator is written other than by its own ``+=``."""
 
 
-class AccumulatorInitError(SchedulingError):
+class AccumulatorInitError(NotProvenError):
     """scan_fuse, precondition 7: an accumulator is not proven to start from zero."""
 
 
-class AccumulatorReadError(SchedulingError):
+class AccumulatorReadError(DependenceError):
     """scan_fuse, precondition 8: an accumulator is read inside the loops."""
 
 
-class AccumulatorAliasError(SchedulingError):
+class AccumulatorAliasError(AliasError):
     """scan_fuse, precondition 9: an accumulator is a window or has a window."""
 
 
-class AccumulatorIndexError(SchedulingError):
+class AccumulatorIndexError(ShapeMismatchError):
     """scan_fuse, precondition 10: an accumulator's index cannot be rescaled once per
     element (not distinct loop variables or expressions free of the second loop's)."""
 
