@@ -10,6 +10,24 @@ A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (DESIGN.md
    buffer name for ``Buffer``); a statement is accepted for a block and a one-statement
    block for a statement. A tombstone, a foreign cursor or the wrong kind raises
    ``StaleCursorError`` / ``ForeignCursorError`` / ``CursorError`` naming the argument;
+   **checks and parses the other arguments** by ``Annotated`` metadata from
+   ``cursched.primitives.arguments`` (the one place for syntactic checks shared by primitives):
+
+   - ``Annotated[str, NewName(TheNameError, at="loop", scope="inside")]``: a new name (or a
+     tuple of distinct ones) refused by ``check_new_name`` (keywords, reserved words, ``_``,
+     names that clash at the place of ``at``; ``scope`` is ``"inside"``, ``"rest"``,
+     ``"proc"`` or ``"none"``, see ``arguments.taken_names``); the rewrite gets the name;
+   - ``Annotated[Any, Index(at="loop", what="cut point")]``: an integer control expression
+     (int, text ``"n - 4"``, IR expression, expression cursor) resolved at ``at``'s place;
+     the rewrite gets an IR ``Expr`` (``BadIndexExpressionError`` unless ``error=`` says);
+   - ``Annotated[Any, Condition(TheCondError, at="block", many=True)]``: one condition or a
+     sequence; the rewrite gets IR conditions (a tuple with ``many``);
+   - ``Annotated[str, Window(TheWindowError, at="block")]``: ``"A[lo:hi, pt]"``; the rewrite
+     gets an ``arguments.ParsedWindow`` (buffer, type, memory, coordinates).
+
+   ``at`` names the cursor parameter giving the place (default: the first cursor
+   parameter); a refusal raises the given precondition class through ``fail``, marking that
+   cursor. ``history()`` records the argument as the user wrote it;
 2. runs the rewrite, which edits the IR only through an ``Editor``
    (``cursched.cursors.edits``) and returns ``ed.done(TheCursors, field=location, ...)``;
 3. makes the new ``Proc`` with its ``StepRecord`` (primitive, arguments, forwarding map,
@@ -51,7 +69,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any, TypeAlias, TypeVar, Union
+from typing import Annotated, Any, TypeAlias, TypeVar, Union
 
 from cursched.cursors import (
     AllocCursor,
@@ -80,9 +98,17 @@ from cursched.errors import (
     CursorError,
     ForeignCursorError,
     IRVerificationError,
-    SchedulingError,
     at_boundary,
     debug_tracebacks,
+)
+from cursched.primitives.arguments import (
+    ArgSpec,
+    Condition,
+    Index,
+    NewName,
+    Window,
+    check_new_name,
+    fail,
 )
 from cursched.proc import Proc
 
@@ -194,22 +220,6 @@ def prim_cursors(cls: type[C]) -> type[C]:
 # ------------------------------------------------------------------------------- rewrites
 
 
-def fail(
-    cls: type[SchedulingError], primitive: str, message: str, where: Cursor | None = None
-) -> SchedulingError:
-    """A precondition error: names the primitive and shows the proc with ``where`` marked."""
-    text = f"{primitive}: {message}"
-    if where is not None:
-        try:
-            shown = show_loc(where.proc().ir(), where.loc)
-        except LookupError:
-            shown = str(where.proc())
-        text += f"\n  at {loc_text(where.loc)}:\n" + "\n".join(
-            "    " + ln for ln in shown.splitlines()
-        )
-    return cls(text)
-
-
 # ---------------------------------------------------------------------- argument coercion
 
 
@@ -284,16 +294,26 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
     """Make a scheduling primitive of ``fn(proc, ...) -> Rewrite`` (see the module doc)."""
     name = fn.__name__
     sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)
     params = list(sig.parameters)[1:]
     plans: dict[str, tuple[str, tuple[type, ...]]] = {}
+    specs: dict[str, ArgSpec] = {}
     for p in params:
         ann = hints.get(p)
+        if typing.get_origin(ann) is Annotated:
+            meta = [m for m in typing.get_args(ann)[1:] if isinstance(m, ArgSpec)]
+            if meta:
+                specs[p] = meta[0]
+            ann = typing.get_args(ann)[0]
         single, many = _cursor_classes(ann), _seq_item(ann)
         if single is not None:
             plans[p] = ("one", single)
         elif many is not None:
             plans[p] = ("many", many)
+
+    first_cursor = next(iter(plans), None)
+    for p, spec in specs.items():
+        assert spec.at is None or spec.at in plans, f"{name}: {p} is resolved at {spec.at!r}"
 
     @functools.wraps(fn)
     def run(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
@@ -322,14 +342,22 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
             else:
                 items = [v] if isinstance(v, str | Cursor) else list(v)
                 bound.arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
+        # what history() records: cursors forwarded, other arguments as the user wrote them
+        inputs = dict(bound.arguments)
+        for p, spec in specs.items():
+            at = spec.at or first_cursor
+            where = bound.arguments[at] if at else None
+            if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
+                where = where[0] if where else None
+            bound.arguments[p] = spec.resolve(proc.ir(), bound.arguments[p], where, name)
         rw = fn(*bound.args, **bound.kwargs)
         n_pos = len(args)
         record = StepRecord(
             primitive=name,
             args=tuple(passed[p] for p in params[:n_pos]),
             kwargs=tuple((p, passed[p]) for p in params[n_pos:] if p in passed),
-            inputs=tuple(bound.arguments[p] for p in params[:n_pos]),
-            kw_inputs=tuple((p, bound.arguments[p]) for p in params[n_pos:] if p in passed),
+            inputs=tuple(inputs[p] for p in params[:n_pos]),
+            kw_inputs=tuple((p, inputs[p]) for p in params[n_pos:] if p in passed),
             fmap=rw.fmap,
             results=tuple(rw.fields.items()),
         )
@@ -382,10 +410,16 @@ def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:
 
 
 __all__ = [
+    "ArgSpec",
     "Buffer",
+    "Condition",
+    "Index",
+    "NewName",
     "PrimCursors",
     "Rewrite",
     "Settings",
+    "Window",
+    "check_new_name",
     "coerce",
     "fail",
     "prim_cursors",

@@ -7,9 +7,8 @@ Registered with ``@primitive`` (``cursched.primitives.registry``); the inverse o
 from __future__ import annotations
 
 import dataclasses
-import keyword
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.bounds import check_bounds
@@ -23,6 +22,7 @@ from cursched.ir.nodes import Assign, BinOp, Call, Expr, FnArg, ProcDef, Read, R
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import defined_syms, free_syms_expr, stmt_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX, ControlType, TensorType
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import fresh_copy, rename_expr
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
@@ -104,7 +104,11 @@ def _type_syms(t: Any) -> set[Sym]:
 
 
 @primitive
-def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[ExtractSubprocCursors]:
+def extract_subproc(
+    proc: Proc,
+    block: BlockCursor,
+    name: Annotated[str, NewName(ExtractNameError, scope="none", what="proc name")],
+) -> Rewrite[ExtractSubprocCursors]:
     """Move a block into a new proc and call it where the block was.
 
     The new proc's parameters are the names the block uses but does not define, in this
@@ -151,8 +155,6 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
                                                            A[i, j] = 0.0
     """
     prim = "extract_subproc"
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise fail(ExtractNameError, prim, f"{name!r} is not a valid proc name", block)
     ir = proc.ir()
     loc = block.block()
     stmts = block.stmts()

@@ -12,7 +12,7 @@ element by element (``cursched.analysis.checks_exprs``, through windows and call
 
 from __future__ import annotations
 
-import keyword
+from typing import Annotated
 
 from cursched.analysis.checks_exprs import ValueChangedError, check_unchanged
 from cursched.analysis.context import context_of
@@ -47,6 +47,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path, get_at
 from cursched.ir.symbols import Sym
 from cursched.ir.types import DataType, TensorType
+from cursched.primitives.arguments import NewName
 from cursched.primitives.exprs.expr_common import (
     check_disjoint,
     decl_type,
@@ -165,7 +166,11 @@ class BindExprCursors(PrimCursors):
 
 
 @primitive
-def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[BindExprCursors]:
+def bind_expr(
+    proc: Proc,
+    exprs: tuple[ExprCursor, ...],
+    name: Annotated[str, NewName(BadBindNameError, at="exprs", scope="rest")],
+) -> Rewrite[BindExprCursors]:
     """Compute a data expression once into a new scalar and read that instead.
 
     The scalar is allocated (``DRAM``) and assigned right before the statement holding the
@@ -245,8 +250,6 @@ def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[B
         if not same_expr(e0, exprs[k].node(), ctx):
             msg = f"{exprs[k].describe()} differs from {exprs[first].describe()}"
             raise fail(ExprsDifferError, prim, msg, exprs[k])
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise fail(BadBindNameError, prim, f"{name!r} is not a valid name", exprs[first])
     _check_unchanged(prim, ir, block, last, e0, exprs[first], "the expression")
     assert isinstance(precision, DataType), "a write's destination is data"
     sym = Sym(name)

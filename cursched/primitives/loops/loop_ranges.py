@@ -5,7 +5,7 @@ Each is a rewrite registered with ``@primitive`` (``cursched.primitives.registry
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import (
@@ -26,12 +26,12 @@ from cursched.errors import (
     ShapeMismatchError,
 )
 from cursched.ir.alpha import alpha_equal
-from cursched.ir.nodes import For, ProcDef
+from cursched.ir.nodes import Expr, For, ProcDef
+from cursched.primitives.arguments import Index
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,
-    index_expr,
     rename_stmt,
     safety,
     same_pairs,
@@ -61,7 +61,9 @@ class CutLoopCursors(PrimCursors):
 
 
 @primitive
-def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
+def cut_loop(
+    proc: Proc, loop: ForCursor, at: Annotated[Any, Index(at="loop", what="cut point")]
+) -> Rewrite[CutLoopCursors]:
     """Cut a loop into two consecutive loops at an iteration.
 
     Args:
@@ -94,7 +96,7 @@ def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
     """
     name = "cut_loop"
     ir, path, L = proc.ir(), loop.path(), loop.loop()
-    cut = index_expr(ir, path, at, name, loop, "cut point")
+    cut: Expr = at  # resolved by the registry (arguments.Index)
     for lo, hi in ((L.lo, cut), (cut, L.hi)):
         try:
             check_le(ir, path, lo, hi, primitive=name)
@@ -129,7 +131,9 @@ class ShiftLoopCursors(PrimCursors):
 
 
 @primitive
-def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCursors]:
+def shift_loop(
+    proc: Proc, loop: ForCursor, new_lo: Annotated[Any, Index(at="loop", what="new lower bound")]
+) -> Rewrite[ShiftLoopCursors]:
     """Shift a loop's iteration range to start at ``new_lo``, compensating in the body.
 
     Args:
@@ -158,7 +162,7 @@ def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCur
     """
     name = "shift_loop"
     ir, path, L = proc.ir(), loop.path(), loop.loop()
-    new = index_expr(ir, path, new_lo, name, loop, "new lower bound")
+    new: Expr = new_lo  # resolved by the registry (arguments.Index)
     try:
         check_le(ir, path, 0, new, primitive=name)
     except NotBoundedError as e:

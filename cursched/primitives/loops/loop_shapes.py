@@ -8,6 +8,7 @@ semantics follow Exo 1.0's primitives of the same names.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Annotated
 
 from cursched.analysis import affine as af
 from cursched.analysis.affine_tidy import tidy_expr
@@ -33,6 +34,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, map_stmt_children
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
@@ -41,7 +43,7 @@ from cursched.primitives.loops.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.loops.loop_wrap import fresh, valid_name
+from cursched.primitives.loops.loop_wrap import fresh
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -171,7 +173,9 @@ class MultLoopsCursors(PrimCursors):
 
 
 @primitive
-def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCursors]:
+def mult_loops(
+    proc: Proc, nested: ForCursor, name: Annotated[str, NewName(MultNameError, at="nested")]
+) -> Rewrite[MultLoopsCursors]:
     """Merge a loop and the one loop in its body into one loop (the inverse of ``split``).
 
     Args:
@@ -216,8 +220,6 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
     if not c.is_const() or c.const < 1:
         msg = f"the inner loop's upper bound must be a positive constant, got {inner.hi}"
         raise fail(MultBoundsError, prim, msg, nested)
-    if not valid_name(name):
-        raise fail(MultNameError, prim, f"{name!r} is not a valid name", nested)
     k = Sym(name)
     hi = _exact_divs(ir, path, af.simplify_aff(aff(outer.hi).scale(c.const), ranges))
     top = af.aff_range(hi, ranges)[1]

@@ -5,7 +5,7 @@ Each is a rewrite registered with ``@primitive`` (``cursched.primitives.registry
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import (
@@ -23,6 +23,7 @@ from cursched.errors import BadArgumentError, BadNameError, NotProvenError
 from cursched.ir.nodes import BinOp, For, If, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
@@ -86,7 +87,7 @@ def split(
     proc: Proc,
     loop: ForCursor,
     factor: int,
-    names: tuple[str, str] | None = None,
+    names: Annotated[tuple[str, str] | None, NewName(SplitNamesError, at="loop", count=2)] = None,
     tail: Tail = "guard",
     perfect: bool = False,
 ) -> Rewrite[SplitCursors]:
@@ -140,18 +141,12 @@ def split(
     if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
         raise fail(SplitFactorError, name, f"factor must be an integer > 1, got {factor!r}", loop)
     L = loop.loop()
-    pair = names if names is not None else (f"{L.iter.name}o", f"{L.iter.name}i")
-    ok = isinstance(pair, tuple | list) and len(pair) == 2
-    oname, iname = pair if ok else ("", "")
-    if not (
-        isinstance(oname, str)
-        and isinstance(iname, str)
-        and oname.isidentifier()
-        and iname.isidentifier()
-        and oname != iname
-    ):
-        msg = f"names must be two different identifiers, got {names!r}"
-        raise fail(SplitNamesError, name, msg, loop)
+    if names is None:
+        # the default names get the same check as given ones (the registry checked those)
+        default = (f"{L.iter.name}o", f"{L.iter.name}i")
+        spec = NewName(SplitNamesError, at="loop", count=2)
+        names = spec.resolve(proc.ir(), default, loop, name)
+    oname, iname = names
     if perfect:
         tail = "perfect"
     if tail not in TAILS:

@@ -8,9 +8,8 @@ semantics follow Exo 1.0's primitives of the same names: the block must be idemp
 
 from __future__ import annotations
 
-import keyword
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import (
@@ -45,11 +44,11 @@ from cursched.ir.nodes import (
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX
+from cursched.primitives.arguments import Index, NewName, name_problem
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,
-    index_expr,
     int_const,
     safety,
 )
@@ -60,8 +59,8 @@ from cursched.proc import Proc
 
 
 def valid_name(name: object) -> bool:
-    """Whether ``name`` can name a new variable (an identifier, not a Python keyword)."""
-    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+    """Whether ``name`` can name a new variable (``arguments.name_problem`` finds nothing)."""
+    return name_problem(name) is None
 
 
 def fresh(
@@ -225,8 +224,8 @@ class AddLoopCursors(PrimCursors):
 def add_loop(
     proc: Proc,
     block: BlockCursor,
-    name: str,
-    hi: Any,
+    name: Annotated[str, NewName(AddLoopNameError, at="block")],
+    hi: Annotated[Any, Index(at="block", what="upper bound")],
     guard: bool = False,
     unsafe_skip_checks: bool = False,
 ) -> Rewrite[AddLoopCursors]:
@@ -268,9 +267,7 @@ def add_loop(
     prim = "add_loop"
     ir, loc = proc.ir(), block.block()
     first = block.paths()[0]
-    if not valid_name(name):
-        raise fail(AddLoopNameError, prim, f"{name!r} is not a valid name", block)
-    bound = index_expr(ir, first, hi, prim, block, "upper bound")
+    bound = hi  # resolved by the registry (arguments.Index)
     try:
         check_le(ir, first, 1, bound, primitive=prim)
     except NotBoundedError as e:
