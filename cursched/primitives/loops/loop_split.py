@@ -20,7 +20,7 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import BlockCursor, IfCursor
 from cursched.errors import BadArgumentError, BadNameError, NotProvenError
-from cursched.ir.nodes import BinOp, For, If, Stmt
+from cursched.ir.nodes import BinOp, For, If, ProcDef, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
 from cursched.primitives.arguments import NewName
@@ -137,37 +137,109 @@ def split(
                                              for ii in seq(0, n % 4):
                                                  x[ii + 4 * (n / 4)] = 0.0
     """
-    name = "split"
-    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
-        raise fail(SplitFactorError, name, f"factor must be an integer > 1, got {factor!r}", loop)
     L = loop.loop()
-    if names is None:
-        # the default names get the same check as given ones (the registry checked those)
-        default = (f"{L.iter.name}o", f"{L.iter.name}i")
-        spec = NewName(SplitNamesError, at="loop", count=2)
-        names = spec.resolve(proc.ir(), default, loop, name)
-    oname, iname = names
-    if perfect:
-        tail = "perfect"
+    _check_factor(factor, loop)
+    oname, iname = _check_names(proc, loop, names)
+    tail = _check_tail("perfect" if perfect else tail, loop)
+    exact = _check_trip_count(proc.ir(), loop, factor, tail)
+    new, body, guarded = _rewrite(proc.ir(), loop, factor, (oname, iname), tail, exact)
+    ed = Editor(proc.ir())
+    out = ed.replace(
+        loop.as_block().block(),
+        new,
+        same=[(L, new[0]), *same_pairs(L.body, body)],
+        hint="split by split",
+    )
+    opath = out.stmt_paths()[0]
+    ipath = (*opath, ("body", 0))
+    bpath = (*ipath, ("body", 0)) if guarded else ipath
+    tail_loc: NodeLoc | NoLoc = NoLoc("no tail: only tail='cut' or 'cut_and_guard' make one")
+    guard_loc: NodeLoc | NoLoc = NoLoc("no guard: only tail='guard' or 'cut_and_guard' make one")
+    if len(new) == 2:
+        tpath = out.stmt_paths()[1]
+        if tail == "cut":
+            tail_loc = NodeLoc(tpath)
+        else:
+            guard_loc, tail_loc = NodeLoc(tpath), NodeLoc((*tpath, ("body", 0)))
+    if guarded:
+        guard_loc = NodeLoc(bpath)
+    return ed.done(
+        SplitCursors,
+        outer=NodeLoc(opath),
+        inner=NodeLoc(ipath),
+        tail=tail_loc,
+        guard=guard_loc,
+        body=BlockLoc(bpath, "body", 0, len(body)),
+    )
+
+
+# ------------------------------------------------------------------------- preconditions
+
+NAME = "split"
+
+
+def _check_factor(factor: object, loop: ForCursor) -> None:
+    """Precondition 1: the factor is an integer greater than 1."""
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
+        raise fail(SplitFactorError, NAME, f"factor must be an integer > 1, got {factor!r}", loop)
+
+
+def _check_names(proc: Proc, loop: ForCursor, names: tuple[str, str] | None) -> tuple[str, str]:
+    """Precondition 2: two different usable names (the registry checked given ones; the
+    default ones, the loop's name with ``o`` and ``i`` appended, get the same check)."""
+    if names is not None:
+        return names
+    it = loop.loop().iter.name
+    spec = NewName(SplitNamesError, at="loop", count=2)
+    oname, iname = spec.resolve(proc.ir(), (f"{it}o", f"{it}i"), loop, NAME)
+    return oname, iname
+
+
+def _check_tail(tail: object, loop: ForCursor) -> Tail:
+    """Precondition 3: ``tail`` is one of ``TAILS``."""
     if tail not in TAILS:
-        raise fail(SplitTailError, name, f"tail must be one of {TAILS}, got {tail!r}", loop)
-    ir, path = proc.ir(), loop.path()
-    q = factor
-    lo, hi = aff(L.lo), aff(L.hi)
-    ext = hi - lo
+        raise fail(SplitTailError, NAME, f"tail must be one of {TAILS}, got {tail!r}", loop)
+    return tail  # type: ignore[return-value]
+
+
+def _check_trip_count(ir: ProcDef, loop: ForCursor, q: int, tail: Tail) -> bool:
+    """Preconditions 4 and 5: a perfect split's factor divides the trip count; a cut tail's
+    loop has ``lo <= hi``. Returns whether the factor provably divides the trip count."""
+    L, path = loop.loop(), loop.path()
+    ext = aff(L.hi) - aff(L.lo)
     rem = af.simplify_aff(af.mod(ext, q))
     exact = rem.is_const() and rem.const == 0
     if tail == "perfect" and not exact:
         try:
-            check_divides(ir, path, q, expr_of(ext), primitive=name)
+            check_divides(ir, path, q, expr_of(ext), primitive=NAME)
         except NotDivisibleError as e:
-            raise safety(SplitNotPerfectError, name, e, loop) from e
+            raise safety(SplitNotPerfectError, NAME, e, loop) from e
         exact = True
     if tail in ("cut", "cut_and_guard") and not exact:
         try:
-            check_le(ir, path, L.lo, L.hi, primitive=name)
+            check_le(ir, path, L.lo, L.hi, primitive=NAME)
         except NotBoundedError as e:
-            raise safety(SplitTripCountError, name, e, loop) from e
+            raise safety(SplitTripCountError, NAME, e, loop) from e
+    return exact
+
+
+# ------------------------------------------------------------------------------- rewrite
+
+
+def _rewrite(
+    ir: ProcDef,
+    loop: ForCursor,
+    q: int,
+    names: tuple[str, str],
+    tail: Tail,
+    exact: bool,
+) -> tuple[list[Stmt], tuple[Stmt, ...], bool]:
+    """The outer loop (and the tail loop or its guard, for a cut tail), the body rewritten
+    in them, and whether that body sits under a guard."""
+    L, path = loop.loop(), loop.path()
+    oname, iname = names
+    lo, hi = aff(L.lo), aff(L.hi)
+    ext = hi - lo
     io, ii = Sym(oname), Sym(iname)
     ranges = dict(context_of(ir, path).ranges())
     _, ext_hi = af.aff_range(ext, ranges)
@@ -199,31 +271,4 @@ def split(
         else:
             cond = BinOp(">", expr_of(n_tail), int_const(0), BOOL)
             new.append(If(cond, (tail_loop,), ()))
-    ed = Editor(ir)
-    out = ed.replace(
-        loop.as_block().block(),
-        new,
-        same=[(L, outer), *same_pairs(L.body, body)],
-        hint="split by split",
-    )
-    opath = out.stmt_paths()[0]
-    ipath = (*opath, ("body", 0))
-    bpath = (*ipath, ("body", 0)) if guarded else ipath
-    tail_loc: NodeLoc | NoLoc = NoLoc("no tail: only tail='cut' or 'cut_and_guard' make one")
-    guard_loc: NodeLoc | NoLoc = NoLoc("no guard: only tail='guard' or 'cut_and_guard' make one")
-    if len(new) == 2:
-        tpath = out.stmt_paths()[1]
-        if tail == "cut":
-            tail_loc = NodeLoc(tpath)
-        else:
-            guard_loc, tail_loc = NodeLoc(tpath), NodeLoc((*tpath, ("body", 0)))
-    if guarded:
-        guard_loc = NodeLoc(bpath)
-    return ed.done(
-        SplitCursors,
-        outer=NodeLoc(opath),
-        inner=NodeLoc(ipath),
-        tail=tail_loc,
-        guard=guard_loc,
-        body=BlockLoc(bpath, "body", 0, len(body)),
-    )
+    return new, body, guarded
