@@ -40,6 +40,7 @@ from cursched.ir.memory import (
     Memory,
 )
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
+from cursched.primitives.registry import Verdict, can
 from cursched.proc import Proc, instr, proc
 
 __all__ = [
@@ -74,6 +75,8 @@ __all__ = [
     "StaleCursorError",
     "TypeCheckError",
     "TypeMismatchError",
+    "Verdict",
+    "can",
     "instr",
     "proc",
 ]

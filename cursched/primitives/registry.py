@@ -62,6 +62,7 @@ edit for other rebuilt nodes); give ``hint=`` to say what replaces the nodes you
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import os
@@ -98,6 +99,7 @@ from cursched.errors import (
     CursorError,
     ForeignCursorError,
     IRVerificationError,
+    SchedulingError,
     at_boundary,
     debug_tracebacks,
 )
@@ -287,6 +289,75 @@ def coerce(proc: Proc, value: Any, want: tuple[type, ...], arg: str, prim: str) 
     raise CursorError(f"argument {arg!r} of {prim} wants a {kinds} cursor, got {value.describe()}")
 
 
+# ----------------------------------------------------------------------------- check-only
+
+_CHECK_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("check_only", default=False)
+
+
+class _ChecksPassed(Exception):
+    """Raised by ``checks_passed`` in check-only mode: every precondition held."""
+
+
+def checks_passed() -> None:
+    """Call in a primitive after its last precondition check and before it builds anything:
+    in check-only mode it ends the call there (a verdict of "accepted"); otherwise it does
+    nothing. A primitive whose last check needs the rewritten IR (``stage_mem``'s
+    parallelism proof) does not call it, and check-only mode runs its rewrite too."""
+    if _CHECK_ONLY.get():
+        raise _ChecksPassed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a primitive called with ``check_only=True`` (or through ``can``) answers.
+
+    Attributes:
+        primitive: the primitive's name.
+        error: the precondition error the real call would raise, or None when it would
+            succeed.
+        built: for an accepted call, whether the rewrite ran to its end to decide (the
+            primitive has no ``checks_passed`` point: its last check needs the rewritten
+            IR, as ``stage_mem``'s); False for a refusal.
+
+    A verdict is truthy when the call would succeed.
+    """
+
+    primitive: str
+    error: SchedulingError | None
+    built: bool = False
+
+    def __bool__(self) -> bool:
+        return self.error is None
+
+    @property
+    def reason(self) -> type[SchedulingError] | None:
+        """The reason class of the refusal (``RaceError``, ...), or None."""
+        from cursched.errors import REASONS
+
+        if self.error is None:
+            return None
+        return next((r for r in REASONS if isinstance(self.error, r)), type(self.error))
+
+    def __repr__(self) -> str:
+        if self.error is None:
+            return f"<Verdict {self.primitive}: accepted>"
+        return f"<Verdict {self.primitive}: refused, {type(self.error).__name__}>"
+
+
+def can(prim: Callable[..., Any], proc: Proc, *args: Any, **kwargs: Any) -> Verdict:
+    """Whether ``prim(proc, *args, **kwargs)`` would succeed, running its precondition checks
+    and building nothing where the primitive allows (see ``checks_passed``).
+
+    ``can(split, p, "i", 4)`` is ``split(p, "i", 4, check_only=True)``. A refused
+    precondition is the verdict's ``error``; other errors (a cursor that does not resolve, a
+    malformed pattern) are raised as the real call raises them.
+    """
+    if not getattr(prim, "__cursched_primitive__", False):
+        raise CursorError(f"can: {getattr(prim, '__name__', prim)!r} is not a primitive")
+    verdict: Verdict = prim(proc, *args, check_only=True, **kwargs)
+    return verdict
+
+
 # ------------------------------------------------------------------------------ decorator
 
 
@@ -316,17 +387,20 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
         assert spec.at is None or spec.at in plans, f"{name}: {p} is resolved at {spec.at!r}"
 
     @functools.wraps(fn)
-    def run(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
+    def run(proc: Proc, *args: Any, check_only: bool = False, **kwargs: Any) -> Any:
         # the API boundary: a user's error shows the user's line and this one, not the
         # frames of the checks behind it (their chain stays on ``internal_cause``)
         try:
+            if check_only:
+                return check(proc, *args, **kwargs)
             return apply(proc, *args, **kwargs)
         except CurschedError as e:
             if debug_tracebacks():
                 raise
             raise at_boundary(e) from None
 
-    def apply(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
+    def resolve(proc: Proc, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """The bound arguments as the rewrite takes them, as passed, and as recorded."""
         if not isinstance(proc, Proc):
             raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
         try:
@@ -350,7 +424,30 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
             if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
                 where = where[0] if where else None
             bound.arguments[p] = spec.resolve(proc.ir(), bound.arguments[p], where, name)
-        rw = fn(*bound.args, **bound.kwargs)
+        return bound, passed, inputs
+
+    def check(proc: Proc, *args: Any, **kwargs: Any) -> Verdict:
+        token = _CHECK_ONLY.set(True)
+        try:
+            bound, _, _ = resolve(proc, args, kwargs)  # the argument layer's checks too
+            fn(*bound.args, **bound.kwargs)
+        except _ChecksPassed:
+            return Verdict(name, None, built=False)
+        except SchedulingError as e:
+            return Verdict(name, e, built=False)
+        finally:
+            _CHECK_ONLY.reset(token)
+        # a primitive that does not call ``checks_passed`` ran its rewrite to the end (still
+        # no Proc, no verification, no cursors)
+        return Verdict(name, None, built=True)
+
+    def apply(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
+        bound, passed, inputs = resolve(proc, args, kwargs)
+        token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
+        try:
+            rw = fn(*bound.args, **bound.kwargs)
+        finally:
+            _CHECK_ONLY.reset(token)
         n_pos = len(args)
         record = StepRecord(
             primitive=name,
@@ -418,8 +515,11 @@ __all__ = [
     "PrimCursors",
     "Rewrite",
     "Settings",
+    "Verdict",
     "Window",
+    "can",
     "check_new_name",
+    "checks_passed",
     "coerce",
     "fail",
     "prim_cursors",

@@ -34,7 +34,14 @@ from cursched.ir.traversal import free_syms_expr
 from cursched.ir.types import TensorType
 from cursched.primitives.buffers.buffer_common import buffer_scope, scope_stmts, uses_of
 from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    Buffer,
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 
@@ -269,6 +276,7 @@ def sink_alloc(proc: Proc, alloc: AllocCursor) -> Rewrite[AllocCursors]:
                 f"`{line}` may read {sym.name} as written by an earlier iteration",
                 alloc,
             )
+    checks_passed()
     ed = Editor(ir)
     moved = ed.move(alloc.as_block().block(), (tpath, "body", 0))
     tpath_after = (*parent, (attr, k))
@@ -339,6 +347,7 @@ def delete_buffer(proc: Proc, buf: Buffer) -> Rewrite[DeleteBufferCursors]:
         raise fail(
             DeleteBufferUsedError, name, f"{buf.name()} is used at {format_path(used[0].path)}", buf
         )
+    checks_passed()
     ed = Editor(ir)
     block = buf.as_block().block()
     if scope.hi - scope.lo == 1 and scope.lo == 0:
@@ -451,6 +460,7 @@ def reuse_buffer(proc: Proc, buf: Buffer, replace: Buffer) -> Rewrite[ReuseBuffe
     lst = stmt_list(ir, rparent, rattr)
     rest = lst[rk + 1 :]
     renamed = tuple(rename_stmt(s, {b.sym: a.sym}) for s in rest)
+    checks_passed()
     ed = Editor(ir)
     ed.replace(
         BlockLoc(rparent, rattr, rk, len(lst)),

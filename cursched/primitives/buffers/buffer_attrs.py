@@ -45,7 +45,14 @@ from cursched.primitives.buffers.buffer_common import (
     scope_stmts,
     uses_of,
 )
-from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    Buffer,
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 
@@ -175,6 +182,7 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
             f"{node.sym.name} is passed to {bad.proc.name}, which takes it in another memory",
             buf,
         )
+    checks_passed()
     ed = Editor(ir)
     new = node.replace(mem=mem)
     ed.replace_node(_loc(buf), new, same=[(node, new)])
@@ -261,6 +269,7 @@ def set_precision(proc: Proc, buf: Buffer, type: DataType | str) -> Rewrite[Buff
 
     ntype = dataclasses.replace(node.type, elem=t) if isinstance(node.type, TensorType) else t
     new_node = node.replace(type=ntype)
+    checks_passed()
     ed = Editor(ir)
     if isinstance(buf, ArgCursor):
         ed.replace_node(_loc(buf), new_node, same=[(node, new_node)])
@@ -385,6 +394,7 @@ def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[Buffe
     ntype = dataclasses.replace(node.type, window=is_window)
     new = node.replace(type=ntype)
     ir = proc.ir()
+    checks_passed()
     ed = Editor(ir)
     ed.replace_node(_loc(arg), new, same=[(node, new)])
 

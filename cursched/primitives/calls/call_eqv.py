@@ -14,7 +14,7 @@ from cursched.cursors.edits import Rewrite
 from cursched.errors import NotProvenError, ShapeMismatchError, TypeMismatchError
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import Call, ProcDef
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 NAME = "call_eqv"
@@ -214,6 +214,7 @@ def call_eqv(proc: Proc, call: StmtCursor, other: Proc) -> Rewrite[CallEqvCursor
             f"{other_ir.name} is not proven equivalent to {s.proc.name}: {why}",
             call,
         )
+    checks_passed()
     ed = Editor(proc.ir())
     new = s.replace(proc=other_ir)
     loc = ed.replace_node(NodeLoc(call.path()), new, same=[(s, new)])

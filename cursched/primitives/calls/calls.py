@@ -42,7 +42,7 @@ from cursched.ir.traversal import (
 )
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 from cursched.primitives.loops.loop_common import fresh_copy
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- inline
@@ -228,6 +228,7 @@ def inline(proc: Proc, call: StmtCursor) -> Rewrite[InlineCursors]:
     body = fresh_copy(callee.body, env, ctx.ranges())
     inl = _Inliner(env, views, scalars, _decl_types(ir, ctx))
     new = tuple(inl.stmt(x) for x in body)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(call.as_block().block(), new, hint="inlined by inline; use .body")
     return ed.done(InlineCursors, body=out)

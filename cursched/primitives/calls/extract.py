@@ -24,7 +24,7 @@ from cursched.ir.traversal import defined_syms, free_syms_expr, stmt_exprs, walk
 from cursched.ir.types import BOOL, INDEX, ControlType, TensorType
 from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import fresh_copy, rename_expr
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 
@@ -198,6 +198,7 @@ def extract_subproc(
     except BoundsError as e:
         raise fail(ExtractBoundsError, prim, f"in the new proc {name}: {e}", block) from e
     call_args = tuple(_arg_read(s, types[s][0]) for s in params)
+    checks_passed()
     ed = Editor(ir)
     new = ed.replace(
         loc, (Call(sub, call_args),), hint=f"extracted into `{name}`; use .call or .subproc_body"

@@ -59,7 +59,7 @@ from cursched.primitives.exprs.expr_common import (
     same_expr,
     stmt_path_of,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
@@ -253,6 +253,7 @@ def bind_expr(
     _check_unchanged(prim, ir, block, last, e0, exprs[first], "the expression")
     assert isinstance(precision, DataType), "a write's destination is data"
     sym = Sym(name)
+    checks_passed()
     ed = Editor(ir)
     new = ed.insert(
         (block.parent, attr, lo), (Alloc(sym, precision, DRAM), Assign(sym, (), fresh(e0)))
@@ -365,6 +366,7 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
     after = BlockLoc(tuple(parent), attr, k + 1, k + 2)
     if reads:
         _check_unchanged(prim, ir, after, last, node.rhs, assign, "the assigned value")
+    checks_passed()
     ed = Editor(ir)
     hint = "inlined by inline_assign; use .reads"
     if len(stmt_list(ir, block.parent, block.attr)) == 1:

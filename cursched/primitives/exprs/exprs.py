@@ -36,7 +36,7 @@ from cursched.primitives.exprs.expr_common import (
     same_expr,
     stmt_path_of,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
@@ -159,6 +159,7 @@ def rewrite_expr(proc: Proc, expr: ExprCursor, new: Any) -> Rewrite[ExprCursors]
             raised = fail(ExprNotEqualError, prim, msg, expr)
             raised.counterexample = err.counterexample  # type: ignore[attr-defined]
             raise raised from err
+    checks_passed()
     ed = Editor(ir)
     loc = ed.replace_node(NodeLoc(path), fresh(e), hint="rewritten by rewrite_expr; use .expr")
     return ed.done(ExprCursors, expr=loc)
@@ -217,6 +218,7 @@ def commute_expr(proc: Proc, exprs: tuple[ExprCursor, ...]) -> Rewrite[CommuteEx
         if not (isinstance(node, BinOp) and node.op in ASSOCIATIVE):
             raise fail(NotCommutativeError, prim, f"{e.describe()} is not a + or a *", e)
     check_disjoint(prim, exprs, paths)
+    checks_passed()
     ed = Editor(proc.ir())
     out: list[NodeLoc] = []
     for e, path in zip(exprs, paths, strict=True):
@@ -271,6 +273,7 @@ def left_reassociate_expr(proc: Proc, expr: ExprCursor) -> Rewrite[ExprCursors]:
         raise fail(RhsNotSameOpError, prim, msg, expr)
     inner = BinOp(node.op, fresh(node.lhs), fresh(rhs.lhs), node.type)
     new = BinOp(node.op, inner, fresh(rhs.rhs), node.type)
+    checks_passed()
     ed = Editor(proc.ir())
     loc = ed.replace_node(
         NodeLoc(path), new, hint="reassociated by left_reassociate_expr; use .expr"

@@ -32,7 +32,7 @@ from cursched.primitives.exprs.expr_common import (
     index_equal,
     same_expr,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
@@ -196,6 +196,7 @@ def merge_writes(proc: Proc, block: BlockCursor) -> Rewrite[WriteCursors]:
         block,
     )
     loc = block.block()
+    checks_passed()
     ed = Editor(ir)
     if isinstance(s2, Assign):
         first = loc.stmt_paths()[0]
@@ -268,6 +269,7 @@ def split_write(proc: Proc, stmt: StmtCursor) -> Rewrite[SplitWriteCursors]:
         stmt,
     )
     two = Reduce(s.sym, tuple(fresh(i) for i in s.idx), c)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         stmt.as_block().block(), (one, two), hint="split by split_write; use .first and .second"
@@ -323,6 +325,7 @@ def fold_into_reduce(proc: Proc, assign: StmtCursor) -> Rewrite[WriteCursors]:
     if not ok or not isinstance(rhs, BinOp):
         msg = f"{print_expr(rhs)} is not `{s.sym.name} + e` reading the written element"
         raise fail(NotAnAccumulationError, prim, msg, assign)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         assign.as_block().block(),
@@ -417,6 +420,7 @@ def lift_reduce_constant(proc: Proc, block: BlockCursor) -> Rewrite[WriteCursors
     here = Read(zero.sym, tuple(fresh(i) for i in zero.idx), elem)
     scale = Assign(zero.sym, tuple(fresh(i) for i in zero.idx), BinOp("*", fresh(factor), here, t))
     same = [(a, b) for a, b in zip(loop.body, body, strict=True) if a is not b]
+    checks_passed()
     ed = Editor(ir)
     loc = block.block()
     out = ed.replace(

@@ -34,7 +34,7 @@ from cursched.ir.nodes import For, If, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr
 from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ---------------------------------------------------------------------------- reorder_loops
@@ -112,6 +112,7 @@ def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
     except ReorderLoopsError as e:
         raise safety(ReorderDependenceError, name, e, loop) from e
     swapped = inner.replace(body=(outer.replace(body=inner.body),))
+    checks_passed()
     ed = Editor(proc.ir())
     out = ed.replace(loop.as_block().block(), (swapped,))
     path = out.stmt_paths()[0]
@@ -250,6 +251,7 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
     fresh = {lv[1].iter: lv[1].iter.copy() for lv in levels if isinstance(lv[1], For)}
     renamed = rename_stmt(second, fresh)
     top_path = levels[-1][0]
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         BlockLoc(top_path[:-1], top_path[-1][0], top_path[-1][1], top_path[-1][1] + 1),

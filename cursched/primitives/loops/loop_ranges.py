@@ -37,7 +37,7 @@ from cursched.primitives.loops.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # --------------------------------------------------------------------------------- cut_loop
@@ -106,6 +106,7 @@ def cut_loop(
     it2 = L.iter.copy()
     body2 = fresh_copy(L.body, {L.iter: it2})
     second = For(it2, cut, L.hi, body2, L.mode)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (first, second), same=[(L, first)])
     p1, p2 = out.stmt_paths()
@@ -174,6 +175,7 @@ def shift_loop(
     # the loop keeps its variable: reads of i become i + (lo - new_lo), simplified
     body = tuple(subst_simplify(s, env, ranges) for s in L.body)
     moved = L.replace(lo=new, hi=expr_of(af.simplify_aff(nlo + hi - lo, ranges)), body=body)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (moved,), same=same_pairs(L.body, body))
     return ed.done(ShiftLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))

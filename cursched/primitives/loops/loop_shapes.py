@@ -44,7 +44,7 @@ from cursched.primitives.loops.loop_common import (
     subst_simplify,
 )
 from cursched.primitives.loops.loop_wrap import fresh
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------- helpers
@@ -135,6 +135,7 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
     block = loop.as_block().block()
     if not new and len(stmt_list(ir, block.parent, block.attr)) == 1:
         new = [Pass()]
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(block, new, hint="unrolled; use .copies[k]")
     n = len(L.body)
@@ -232,6 +233,7 @@ def mult_loops(
     body = tuple(_tidy_uses(subst_simplify(s, env, ranges), k, ranges) for s in inner.body)
     mode: LoopMode = "par" if outer.mode == inner.mode == "par" else "seq"
     merged = For(k, int_const(0), expr_of(hi), body, mode)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         nested.as_block().block(),
@@ -293,6 +295,7 @@ def parallelize_loop(proc: Proc, loop: ForCursor) -> Rewrite[ParallelizeLoopCurs
         check_parallel(ir, path, primitive=name)
     except ParallelError as e:
         raise safety(ParallelizeRaceError, name, e, loop) from e
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (L.replace(mode="par"),))
     return ed.done(ParallelizeLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))

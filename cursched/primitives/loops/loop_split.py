@@ -33,7 +33,7 @@ from cursched.primitives.loops.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 Tail = Literal["guard", "cut", "cut_and_guard", "perfect"]
@@ -142,6 +142,7 @@ def split(
     oname, iname = _check_names(proc, loop, names)
     tail = _check_tail("perfect" if perfect else tail, loop)
     exact = _check_trip_count(proc.ir(), loop, factor, tail)
+    checks_passed()
     new, body, guarded = _rewrite(proc.ir(), loop, factor, (oname, iname), tail, exact)
     ed = Editor(proc.ir())
     out = ed.replace(

@@ -52,7 +52,7 @@ from cursched.primitives.loops.loop_common import (
     int_const,
     safety,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------- helpers
@@ -178,6 +178,7 @@ def remove_loop(
     except NotBoundedError:
         new = (If(positive(aff(L.hi) - aff(L.lo)), L.body, ()),)
         guarded = True
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), new, hint="removed by remove_loop; use .body")
     if guarded:
@@ -290,6 +291,7 @@ def add_loop(
             stmts = (If(first_iter, stmts, ()),)
         return For(it, int_const(0), bound, stmts)
 
+    checks_passed()
     ed = Editor(ir)
     at = ed.wrap(loc, make)
     g = NodeLoc((*at.path, ("body", 0))) if guard else NoLoc("add_loop made no guard")

@@ -8,7 +8,7 @@ from cursched.cursors import Editor
 from cursched.cursors.edits import Rewrite
 from cursched.errors import BadNameError
 from cursched.primitives.arguments import NewName
-from cursched.primitives.registry import PrimCursors, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, prim_cursors, primitive
 from cursched.proc import Proc
 
 
@@ -46,6 +46,7 @@ def rename(
             def gemm(...):     ->    def gemm_v2(...):
                 ...                      ...
     """
+    checks_passed()
     ed = Editor(proc.ir())
     ed.set_proc(name=name)
     return ed.done(RenameCursors)

@@ -36,7 +36,7 @@ from cursched.primitives.arguments import Condition
 from cursched.primitives.arguments import condition_expr as _condition_expr
 from cursched.primitives.loops.loop_common import safety, same_pairs
 from cursched.primitives.loops.loop_wrap import escaping_names, fresh
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ------------------------------------------------------------------------------ lift_scope
@@ -192,6 +192,7 @@ def lift_scope(proc: Proc, scope: StmtCursor) -> Rewrite[LiftScopeCursors]:
         case _:
             raise AssertionError("unreachable: both are loops or ifs")
     pairs = [(a, new if b is None else b) for a, b in same]
+    checks_passed()
     ed = Editor(ir)
     pattr, pk = parent_path[-1]
     out = ed.replace(BlockLoc(parent_path[:-1], pattr, pk, pk + 1), (new,), same=pairs)
@@ -296,6 +297,7 @@ def specialize(
     node = If(exprs[-1], fresh(stmts), fresh(stmts))
     for e in reversed(exprs[:-1]):
         node = If(e, fresh(stmts), (node,))
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loc, (node,), hint="specialized; use .branches[k].body() or .fallback")
     p = out.stmt_paths()[0]
@@ -390,6 +392,7 @@ def eliminate_dead_code(proc: Proc, stmt: StmtCursor) -> Rewrite[EliminateDeadCo
     new = kept
     if not new and len(stmt_list(ir, loc.parent, loc.attr)) == 1:
         new = (Pass(),)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loc, new, hint="eliminated as dead code")
     k: BlockLoc | NoLoc = out if kept else NoLoc("eliminate_dead_code kept no statement")

@@ -20,7 +20,7 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
 from cursched.errors import DependenceError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import Pass
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ------------------------------------------------------------------------------ insert_pass
@@ -64,6 +64,7 @@ def insert_pass(proc: Proc, gap: GapCursor) -> Rewrite[InsertPassCursors]:
             y = 2.0                  pass
                                      y = 2.0
     """
+    checks_passed()
     ed = Editor(proc.ir())
     new = ed.insert(gap.gap(), (Pass(),))
     return ed.done(InsertPassCursors, stmt=NodeLoc(new.stmt_paths()[0]))
@@ -122,6 +123,7 @@ def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
             "the `pass` is the only statement of its body, which would become empty",
             stmt,
         )
+    checks_passed()
     ed = Editor(proc.ir())
     ed.delete(block, hint="deleted by delete_pass")
     return ed.done(DeletePassCursors)
@@ -205,6 +207,7 @@ def reorder_stmts(
                 "the two statements may not commute: " + "; ".join(why),
                 block,
             ) from e
+    checks_passed()
     ed = Editor(proc.ir())
     moved = ed.move(
         BlockLoc(loc.parent, loc.attr, loc.lo + 1, loc.hi), (loc.parent, loc.attr, loc.lo)
