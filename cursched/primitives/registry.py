@@ -363,28 +363,7 @@ def can(prim: Callable[..., Any], proc: Proc, *args: Any, **kwargs: Any) -> Verd
 
 def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
     """Make a scheduling primitive of ``fn(proc, ...) -> Rewrite`` (see the module doc)."""
-    name = fn.__name__
-    sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn, include_extras=True)
-    params = list(sig.parameters)[1:]
-    plans: dict[str, tuple[str, tuple[type, ...]]] = {}
-    specs: dict[str, ArgSpec] = {}
-    for p in params:
-        ann = hints.get(p)
-        if typing.get_origin(ann) is Annotated:
-            meta = [m for m in typing.get_args(ann)[1:] if isinstance(m, ArgSpec)]
-            if meta:
-                specs[p] = meta[0]
-            ann = typing.get_args(ann)[0]
-        single, many = _cursor_classes(ann), _seq_item(ann)
-        if single is not None:
-            plans[p] = ("one", single)
-        elif many is not None:
-            plans[p] = ("many", many)
-
-    first_cursor = next(iter(plans), None)
-    for p, spec in specs.items():
-        assert spec.at is None or spec.at in plans, f"{name}: {p} is resolved at {spec.at!r}"
+    prim = _Primitive(fn)
 
     @functools.wraps(fn)
     def run(proc: Proc, *args: Any, check_only: bool = False, **kwargs: Any) -> Any:
@@ -392,24 +371,57 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
         # frames of the checks behind it (their chain stays on ``internal_cause``)
         try:
             if check_only:
-                return check(proc, *args, **kwargs)
-            return apply(proc, *args, **kwargs)
+                return prim.check(proc, args, kwargs)
+            return prim.apply(proc, args, kwargs)
         except CurschedError as e:
             if debug_tracebacks():
                 raise
             raise at_boundary(e) from None
 
-    def resolve(proc: Proc, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    run.__cursched_primitive__ = True  # type: ignore[attr-defined]
+    return run
+
+
+class _Primitive:
+    """What ``@primitive`` knows of a rewrite: how to coerce and resolve its arguments (read
+    once from its annotations), run it in full or in check-only mode."""
+
+    def __init__(self, fn: Callable[..., Rewrite[Any]]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        self.params = list(self.sig.parameters)[1:]
+        self.plans: dict[str, tuple[str, tuple[type, ...]]] = {}
+        self.specs: dict[str, ArgSpec] = {}
+        for p in self.params:
+            ann = hints.get(p)
+            if typing.get_origin(ann) is Annotated:
+                meta = [m for m in typing.get_args(ann)[1:] if isinstance(m, ArgSpec)]
+                if meta:
+                    self.specs[p] = meta[0]
+                ann = typing.get_args(ann)[0]
+            single, many = _cursor_classes(ann), _seq_item(ann)
+            if single is not None:
+                self.plans[p] = ("one", single)
+            elif many is not None:
+                self.plans[p] = ("many", many)
+        self.first_cursor = next(iter(self.plans), None)
+        for p, spec in self.specs.items():
+            assert spec.at is None or spec.at in self.plans, f"{self.name}: {p} at {spec.at!r}"
+
+    def resolve(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any], Any]:
         """The bound arguments as the rewrite takes them, as passed, and as recorded."""
+        name = self.name
         if not isinstance(proc, Proc):
             raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
         try:
-            bound = sig.bind(proc, *args, **kwargs)
+            bound = self.sig.bind(proc, *args, **kwargs)
         except TypeError as e:
             raise CursorError(f"{name}: {e}") from None
         passed = dict(bound.arguments)
         bound.apply_defaults()
-        for p, (how, want) in plans.items():
+        for p, (how, want) in self.plans.items():
             v = bound.arguments[p]
             if how == "one":
                 bound.arguments[p] = coerce(proc, v, want, p, name)
@@ -418,34 +430,38 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
                 bound.arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
         # what history() records: cursors forwarded, other arguments as the user wrote them
         inputs = dict(bound.arguments)
-        for p, spec in specs.items():
-            at = spec.at or first_cursor
+        for p, spec in self.specs.items():
+            at = spec.at or self.first_cursor
             where = bound.arguments[at] if at else None
             if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
                 where = where[0] if where else None
             bound.arguments[p] = spec.resolve(proc.ir(), bound.arguments[p], where, name)
         return bound, passed, inputs
 
-    def check(proc: Proc, *args: Any, **kwargs: Any) -> Verdict:
+    def check(self, proc: Proc, args: Any, kwargs: Any) -> Verdict:
+        """Check-only mode: the verdict of the call (see ``checks_passed``)."""
         token = _CHECK_ONLY.set(True)
         try:
-            bound, _, _ = resolve(proc, args, kwargs)  # the argument layer's checks too
-            fn(*bound.args, **bound.kwargs)
+            bound, _, _ = self.resolve(proc, args, kwargs)  # the argument layer's checks too
+            self.fn(*bound.args, **bound.kwargs)
         except _ChecksPassed:
-            return Verdict(name, None, built=False)
+            return Verdict(self.name, None, built=False)
         except SchedulingError as e:
-            return Verdict(name, e, built=False)
+            return Verdict(self.name, e, built=False)
         finally:
             _CHECK_ONLY.reset(token)
         # a primitive that does not call ``checks_passed`` ran its rewrite to the end (still
         # no Proc, no verification, no cursors)
-        return Verdict(name, None, built=True)
+        return Verdict(self.name, None, built=True)
 
-    def apply(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
-        bound, passed, inputs = resolve(proc, args, kwargs)
+    def apply(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Proc, Any]:
+        """The call: the rewrite, the new ``Proc`` with its step record, verified, and the
+        returned cursors bound to it."""
+        name, params = self.name, self.params
+        bound, passed, inputs = self.resolve(proc, args, kwargs)
         token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
         try:
-            rw = fn(*bound.args, **bound.kwargs)
+            rw = self.fn(*bound.args, **bound.kwargs)
         finally:
             _CHECK_ONLY.reset(token)
         n_pos = len(args)
@@ -463,9 +479,6 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
             _verify(new, name)
         out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
         return new, out
-
-    run.__cursched_primitive__ = True  # type: ignore[attr-defined]
-    return run
 
 
 def _verify(proc: Proc, prim: str) -> None:
