@@ -560,8 +560,23 @@ class ArgSpec:
     error: type[SchedulingError]
     at: str | None = None
 
-    def resolve(self, proc_ir: ProcDef, value: Any, where: Cursor | None, prim: str) -> Any:
-        """The value the rewrite receives, or the precondition error."""
+    def resolve(
+        self,
+        proc_ir: ProcDef,
+        value: Any,
+        where: Cursor | None,
+        prim: str,
+        others: tuple[Cursor, ...] = (),
+    ) -> Any:
+        """The value the rewrite receives, or the precondition error.
+
+        Args:
+            proc_ir: the proc's IR.
+            value: the argument as passed.
+            where: the (coerced) cursor of the ``at`` parameter: the place, marked in errors.
+            prim: the primitive's name.
+            others: the other cursors when ``at`` is a sequence of cursors.
+        """
         raise AssertionError(f"{type(self).__name__} does not resolve arguments")
 
 
@@ -581,10 +596,19 @@ class NewName(ArgSpec):
     what: str = "name"
     count: int = 0
 
-    def resolve(self, proc_ir: ProcDef, value: Any, where: Cursor | None, prim: str) -> Any:
+    def resolve(
+        self,
+        proc_ir: ProcDef,
+        value: Any,
+        where: Cursor | None,
+        prim: str,
+        others: tuple[Cursor, ...] = (),
+    ) -> Any:
         if value is None:
             return None
         taken = set() if where is None else taken_names(proc_ir, where, self.scope)
+        for c in others:  # several places (bind_expr's expressions): a clash at any
+            taken |= taken_names(proc_ir, c, self.scope)
         if not self.count:
             return check_new_name(value, prim, self.error, where, taken, self.what)
         head = f"names must be {_NUMBERS.get(self.count, self.count)} different identifiers"
@@ -614,7 +638,14 @@ class Index(ArgSpec):
     error: type[SchedulingError] = BadIndexExpressionError
     what: str = "index"
 
-    def resolve(self, proc_ir: ProcDef, value: Any, where: Cursor | None, prim: str) -> Any:
+    def resolve(
+        self,
+        proc_ir: ProcDef,
+        value: Any,
+        where: Cursor | None,
+        prim: str,
+        others: tuple[Cursor, ...] = (),
+    ) -> Any:
         assert where is not None, "an Index argument needs a place"
         path = _place(proc_ir, where)
         return index_expr(proc_ir, path, value, prim, where, self.what, self.error)
@@ -627,7 +658,14 @@ class Condition(ArgSpec):
 
     many: bool = False
 
-    def resolve(self, proc_ir: ProcDef, value: Any, where: Cursor | None, prim: str) -> Any:
+    def resolve(
+        self,
+        proc_ir: ProcDef,
+        value: Any,
+        where: Cursor | None,
+        prim: str,
+        others: tuple[Cursor, ...] = (),
+    ) -> Any:
         assert where is not None, "a Condition argument needs a place"
         path = _place(proc_ir, where)
         if not self.many:
@@ -641,7 +679,14 @@ class Window(ArgSpec):
     """A window ``"A[lo:hi, pt, ...]"`` over a tensor visible at the place of ``at``,
     resolved to a ``ParsedWindow``."""
 
-    def resolve(self, proc_ir: ProcDef, value: Any, where: Cursor | None, prim: str) -> Any:
+    def resolve(
+        self,
+        proc_ir: ProcDef,
+        value: Any,
+        where: Cursor | None,
+        prim: str,
+        others: tuple[Cursor, ...] = (),
+    ) -> Any:
         assert where is not None, "a Window argument needs a place"
         return window_expr(proc_ir, _place(proc_ir, where), value, prim, where, self.error)
 

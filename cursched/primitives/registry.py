@@ -34,12 +34,21 @@ A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (DESIGN.md
    result locations) so that ``forward`` and ``history()`` work;
 4. verifies the new IR with ``cursched.ir.verify.verify_proc`` when ``settings.verify`` is on
    (default on; ``CURSCHED_VERIFY=0`` turns it off) and checks that every returned cursor
-   points into the new proc.
+   points into the new proc;
+5. is the API boundary: a ``CurschedError`` leaves through ``errors.at_boundary`` (the
+   user's traceback ends at the primitive's call; the internal chain stays on the error);
+6. offers **check-only mode**: ``prim(proc, ..., check_only=True)``, or ``can(prim, proc,
+   ...)``, returns a ``Verdict`` (truthy when the call would succeed; ``error`` holds the
+   precondition error it would raise) without making a ``Proc``. A primitive calls
+   ``checks_passed()`` after its last check and before it builds anything, which ends a
+   check-only call there; one whose last check needs the rewritten IR (``stage_mem``,
+   ``fuse``, ``join_loops``, ``lift_alloc``, ``replace``) runs its rewrite to decide.
 
-Writing a primitive (the whole of ``delete_pass``, minus its docstring)::
+Writing a primitive (the whole of ``delete_pass``, minus its docstring): preconditions as
+``_check_*`` functions (or one-line tests), then ``checks_passed()``, then the rewrite::
 
-    class NotAPassError(SchedulingError):
-        """delete_pass: the statement is not ``pass``."""
+    class NotAPassError(ShapeMismatchError):   # its reason class (cursched.errors.REASONS)
+        """delete_pass, precondition 1: the statement is not ``pass``."""
 
     @prim_cursors
     class DeletePassCursors(PrimCursors):
@@ -49,6 +58,7 @@ Writing a primitive (the whole of ``delete_pass``, minus its docstring)::
     def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
         if not isinstance(stmt, PassCursor):                      # precondition 1
             raise fail(NotAPassError, "delete_pass", "the statement is not `pass`", stmt)
+        checks_passed()
         ed = Editor(proc.ir())
         ed.delete(stmt.as_block().block(), hint="deleted by delete_pass")
         return ed.done(DeletePassCursors)
@@ -433,9 +443,11 @@ class _Primitive:
         for p, spec in self.specs.items():
             at = spec.at or self.first_cursor
             where = bound.arguments[at] if at else None
+            others: tuple[Cursor, ...] = ()
             if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
-                where = where[0] if where else None
-            bound.arguments[p] = spec.resolve(proc.ir(), bound.arguments[p], where, name)
+                where, others = (where[0], where[1:]) if where else (None, ())
+            value = bound.arguments[p]
+            bound.arguments[p] = spec.resolve(proc.ir(), value, where, name, others)
         return bound, passed, inputs
 
     def check(self, proc: Proc, args: Any, kwargs: Any) -> Verdict:
