@@ -19,7 +19,7 @@ The hierarchy (DESIGN.md, contract 10)::
                             memory, an expression text that does not parse)
         ShapeMismatchError  the code at the cursor is not of the form the primitive rewrites
         ScopeError          a name would leave its scope or enter one where it is unbound
-        AliasError          a buffer is reached indirectly (windows, whole-buffer calls,
+        IndirectUseError    a buffer is reached indirectly (windows, whole-buffer calls,
                             ``stride``), which the rewrite cannot follow
         TypeMismatchError   types, precisions or memories that must agree do not
       CursorError
@@ -28,6 +28,8 @@ The hierarchy (DESIGN.md, contract 10)::
         PatternError        a pattern that is malformed or matches nothing
       CodegenError          the IR cannot be expressed in the target language
       BuildError            the system compiler failed (its output attached)
+      AliasError            overlapping call arguments a callee cannot take
+      AllocationError       a buffer too large to allocate (also a ``MemoryError``)
       ArgumentError         a compiled or interpreted proc was called with bad arguments
       InterpreterError      the reference interpreter hit a failing assert or an
                             out-of-bounds access
@@ -201,7 +203,7 @@ class ScopeError(SchedulingError):
     """Reason: a name would leave its scope, or enter one where it is not bound."""
 
 
-class AliasError(SchedulingError):
+class IndirectUseError(SchedulingError):
     """Reason: a buffer is reached indirectly (a window, a whole-buffer call argument,
     ``stride``), which the rewrite cannot follow."""
 
@@ -219,7 +221,7 @@ REASONS: tuple[type[SchedulingError], ...] = (
     BadArgumentError,
     ShapeMismatchError,
     ScopeError,
-    AliasError,
+    IndirectUseError,
     TypeMismatchError,
 )
 """Every reason class, each a direct subclass of ``SchedulingError``."""
@@ -257,6 +259,18 @@ class BuildError(CurschedError):
         if output:
             text += "\n" + output
         super().__init__(text)
+
+
+class AliasError(CurschedError):
+    """A call passes two arguments that may overlap while the callee writes one of them, and
+    the callee may access them out of its body's order (docs/semantics.md, "Aliasing").
+    Raised as ``CallAliasError`` (definition), ``CodegenAliasError`` (C generation) or
+    ``ReplaceAliasError`` (``replace``)."""
+
+
+class AllocationError(CurschedError, MemoryError):
+    """A buffer could not be allocated: its size overflows, or the allocation failed (the
+    interpreter checks before allocating, compiled code checks ``malloc``'s result)."""
 
 
 class ArgumentError(CurschedError):

@@ -12,8 +12,8 @@ from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, BlockLoc, Editor, N
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.locs import format_path
 from cursched.errors import (
-    AliasError,
     BadArgumentError,
+    IndirectUseError,
     ShapeMismatchError,
     TypeMismatchError,
 )
@@ -92,7 +92,7 @@ class SetMemoryNotDataError(ShapeMismatchError):
     """set_memory, precondition 2: the parameter is a control value (it has no memory)."""
 
 
-class SetMemoryWindowedError(AliasError):
+class SetMemoryWindowedError(IndirectUseError):
     """set_memory, precondition 3: the new memory is not windowable, but the buffer is
     windowed or passed to a call."""
 
@@ -200,7 +200,7 @@ class SetPrecisionNotDataError(ShapeMismatchError):
     """set_precision, precondition 2: the buffer is not data (a control parameter)."""
 
 
-class SetPrecisionSharedError(AliasError):
+class SetPrecisionSharedError(IndirectUseError):
     """set_precision, precondition 3: the buffer is windowed or passed to a call, whose
     parameter types would no longer match."""
 
@@ -336,7 +336,7 @@ class SetWindowFlagError(BadArgumentError):
     """set_window, precondition 2: the flag is not a bool."""
 
 
-class SetWindowCallError(AliasError):
+class SetWindowCallError(IndirectUseError):
     """set_window, precondition 3: the parameter is passed whole to a call whose parameter
     is a contiguous tensor, which cannot take a window."""
 

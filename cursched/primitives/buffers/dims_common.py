@@ -15,7 +15,7 @@ from cursched.analysis import affine as af
 from cursched.analysis.checks import NotBoundedError, check_le
 from cursched.cursors import AllocCursor, BlockLoc, Cursor, Editor, ExprCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import AliasError, BadArgumentError, SchedulingError, ShapeMismatchError
+from cursched.errors import BadArgumentError, IndirectUseError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import (
     Alloc,
     Expr,
@@ -60,7 +60,7 @@ class DimIndexError(BadArgumentError):
     """A dimension primitive, precondition 2: a dimension number is out of range."""
 
 
-class DimUseError(AliasError):
+class DimUseError(IndirectUseError):
     """A dimension primitive, precondition 3: the buffer is used in a way the rewrite cannot
     follow (``stride``, the whole buffer passed to a call, or a window the new layout cannot
     express)."""

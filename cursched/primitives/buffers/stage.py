@@ -27,9 +27,9 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.tree import stmt_list
 from cursched.errors import (
-    AliasError,
     BadArgumentError,
     BadNameError,
+    IndirectUseError,
     NotProvenError,
     OutOfBoundsError,
     RaceError,
@@ -92,7 +92,7 @@ class StageMemoryError(BadArgumentError):
     """stage_mem, precondition 3: ``memory`` is not a ``Memory`` class."""
 
 
-class StageAliasError(AliasError):
+class StageAliasError(IndirectUseError):
     """stage_mem, precondition 4: the block reaches the buffer other than by direct indexing
     (a window of it made before the block, the whole buffer passed to a call, ``stride``)."""
 

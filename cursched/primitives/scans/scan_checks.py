@@ -16,8 +16,8 @@ from cursched.analysis.rescale import Rate, Refusal, rescale_rate
 from cursched.cursors import ForCursor
 from cursched.cursors.tree import stmt_list, update_at, walk
 from cursched.errors import (
-    AliasError,
     DependenceError,
+    IndirectUseError,
     NotProvenError,
     SchedulingError,
     ShapeMismatchError,
@@ -91,7 +91,7 @@ class AccumulatorReadError(DependenceError):
     """scan_fuse, precondition 8: an accumulator is read inside the loops."""
 
 
-class AccumulatorAliasError(AliasError):
+class AccumulatorAliasError(IndirectUseError):
     """scan_fuse, precondition 9: an accumulator is a window or has a window."""
 
 
