@@ -6,19 +6,30 @@ errors, and (from ``cursched.primitives``) every scheduling primitive.
 
 from cursched import primitives as _primitives
 from cursched.errors import (
+    AliasError,
     ArgumentError,
+    BadArgumentError,
+    BadNameError,
     BoundsError,
     BuildError,
     CodegenError,
     CurschedError,
     CursorError,
+    DependenceError,
     ForeignCursorError,
+    IndirectUseError,
     InterpreterError,
+    NotProvenError,
+    OutOfBoundsError,
     ParseError,
     PatternError,
+    RaceError,
     SchedulingError,
+    ScopeError,
+    ShapeMismatchError,
     StaleCursorError,
     TypeCheckError,
+    TypeMismatchError,
 )
 from cursched.ir.memory import (
     DRAM,
@@ -30,6 +41,7 @@ from cursched.ir.memory import (
     Memory,
 )
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
+from cursched.primitives.registry import Verdict, can
 from cursched.proc import Proc, instr, proc
 
 __all__ = [
@@ -39,21 +51,34 @@ __all__ = [
     "GLOBAL",
     "REGISTER",
     "SHARED",
+    "AliasError",
     "ArgumentError",
+    "BadArgumentError",
+    "BadNameError",
     "BoundsError",
     "BuildError",
     "CodegenError",
     "CurschedError",
     "CursorError",
+    "DependenceError",
     "ForeignCursorError",
+    "IndirectUseError",
     "InterpreterError",
     "Memory",
+    "NotProvenError",
+    "OutOfBoundsError",
     "ParseError",
     "PatternError",
     "Proc",
+    "RaceError",
     "SchedulingError",
+    "ScopeError",
+    "ShapeMismatchError",
     "StaleCursorError",
     "TypeCheckError",
+    "TypeMismatchError",
+    "Verdict",
+    "can",
     "instr",
     "proc",
 ]
