@@ -1,7 +1,7 @@
 '''The primitive framework: one decorator turns a rewrite into a scheduling primitive.
 
-A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (DESIGN.md, contract 6).
-``@primitive`` does everything that is the same for all of them:
+A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (docs/architecture.md,
+contract 6). ``@primitive`` does everything that is the same for all of them:
 
 1. **coerces arguments** by their annotations: a parameter annotated with a cursor class
    (``ForCursor``, ``BlockCursor``, ``GapCursor``, ``ExprCursor``, ``Buffer``, a union of
