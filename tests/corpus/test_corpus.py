@@ -25,7 +25,7 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.traversal import proc_exprs, walk_expr, walk_stmts
 from cursched.ir.types import DATA_TYPES, DataType, TensorType
-from cursched.testing.plugin import golden_dir, sanitize, golden_key
+from cursched.testing.plugin import golden_dir, golden_key, sanitize
 
 from . import CASES, ENV, Case, check_case
 
