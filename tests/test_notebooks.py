@@ -36,9 +36,7 @@ def execute(path: Path) -> Any:
 
 
 def outputs(nb: Any) -> list[Any]:
-    return [
-        out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
-    ]
+    return [out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
