@@ -144,14 +144,9 @@ class PrimCursors:
         return f"{type(self).__name__}\n" + "\n".join("  " + ln.rstrip() for ln in lines)
 
     def _repr_html_(self) -> str:
-        import html
+        from cursched.cursors.show import html_table
 
-        cells = "".join(
-            "<tr>" + "".join(f"<td><code>{html.escape(c)}</code></td>" for c in r) + "</tr>"
-            for r in self.rows()
-        )
-        head = "<tr><th>field</th><th>kind</th><th>source</th><th>line</th></tr>"
-        return f"<b>{type(self).__name__}</b><table>{head}{cells}</table>"
+        return html_table(type(self).__name__, ("field", "kind", "source", "line"), self.rows())
 
 
 def _row(v: Any) -> tuple[str, str, str]:
