@@ -7,14 +7,17 @@ calls, and the ``CompiledProc`` that ``cursched.interp`` runs.
 
 from __future__ import annotations
 
+import functools
+import math
 import operator
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 import numpy as np
 
-from cursched.errors import InterpreterError
+from cursched.errors import AllocationError, InterpreterError
 from cursched.interp.exprs import ExprCompiler, Fn, Frame
 from cursched.interp.values import cast_scalar, fmt_expr
 from cursched.ir.nodes import (
@@ -51,9 +54,34 @@ def _garbage(dt: np.dtype[Any]) -> Any:
 
 
 def new_buffer(shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray[Any, Any]:
-    """An uninitialised buffer: NaN for floats, the garbage pattern for integers."""
+    """An uninitialised buffer: NaN for floats, the garbage pattern for integers.
+
+    Raises:
+        AllocationError: the buffer takes more bytes than the machine has memory (checked
+            before allocating: filling it would page the machine to death first), or the
+            allocation failed; compiled code raises the same error.
+    """
+    nbytes = dt.itemsize * math.prod(shape)
+    if nbytes > _physical_memory():
+        raise AllocationError(
+            f"cannot allocate a {dt} buffer of shape {shape}: {nbytes} bytes, more than this"
+            f" machine's memory ({_physical_memory()} bytes)"
+        )
     fill = np.nan if dt.kind == "f" else _garbage(dt)
-    return np.full(shape, fill, dtype=dt)
+    try:
+        return np.full(shape, fill, dtype=dt)
+    except (MemoryError, ValueError) as e:  # numpy's "array is too big" is a ValueError
+        raise AllocationError(
+            f"cannot allocate a {dt} buffer of shape {shape} ({nbytes} bytes): {e}"
+        ) from None
+
+
+@functools.cache
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):  # not POSIX: let numpy find out
+        return 2**63
 
 
 @dataclass(eq=False)
