@@ -4,6 +4,9 @@ Public API: the decorators ``proc`` and ``instr``, the ``Proc`` class, memories,
 errors, and (from ``cursched.primitives``) every scheduling primitive.
 """
 
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+
 from cursched import primitives as _primitives
 from cursched.errors import (
     AliasError,
@@ -43,6 +46,11 @@ from cursched.ir.memory import (
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
 from cursched.primitives.registry import Verdict, can
 from cursched.proc import Proc, instr, proc
+
+try:
+    __version__ = _version("cursched")
+except _PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "DRAM",

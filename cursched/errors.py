@@ -1,6 +1,6 @@
 """Every exception class of cursched, in one hierarchy.
 
-The hierarchy (DESIGN.md, contract 10)::
+The hierarchy (docs/architecture.md, contract 10)::
 
     CurschedError
       ParseError            source is not in the language (file:line:col + caret excerpt)

@@ -81,6 +81,18 @@ class Proc:
 
         return history_script(self, var)
 
+    def show_history(self) -> Any:
+        """Step through the schedule that made this proc: each step's call, and its proc with
+        the cursors that step returned highlighted.
+
+        Returns:
+            In Jupyter (with ipywidgets), a widget with a slider over the versions; elsewhere a
+            ``HistoryView`` (static HTML of every step: ``_repr_html_``, ``html()``).
+        """
+        from cursched.cursors.history_view import show_history
+
+        return show_history(self)
+
     # -- cursors (the facade over cursched.cursors) ------------------------------------------
     def _forward_cache(self) -> dict[Any, Any]:
         if self._fwd_cache is None:

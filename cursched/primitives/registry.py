@@ -1,7 +1,7 @@
 '''The primitive framework: one decorator turns a rewrite into a scheduling primitive.
 
-A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (DESIGN.md, contract 6).
-``@primitive`` does everything that is the same for all of them:
+A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (docs/architecture.md,
+contract 6). ``@primitive`` does everything that is the same for all of them:
 
 1. **coerces arguments** by their annotations: a parameter annotated with a cursor class
    (``ForCursor``, ``BlockCursor``, ``GapCursor``, ``ExprCursor``, ``Buffer``, a union of
@@ -184,14 +184,9 @@ class PrimCursors:
         return f"{type(self).__name__}\n" + "\n".join("  " + ln.rstrip() for ln in lines)
 
     def _repr_html_(self) -> str:
-        import html
+        from cursched.cursors.show import html_table
 
-        cells = "".join(
-            "<tr>" + "".join(f"<td><code>{html.escape(c)}</code></td>" for c in r) + "</tr>"
-            for r in self.rows()
-        )
-        head = "<tr><th>field</th><th>kind</th><th>source</th><th>line</th></tr>"
-        return f"<b>{type(self).__name__}</b><table>{head}{cells}</table>"
+        return html_table(type(self).__name__, ("field", "kind", "source", "line"), self.rows())
 
 
 def _row(v: Any) -> tuple[str, str, str]:

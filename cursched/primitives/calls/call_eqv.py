@@ -118,7 +118,7 @@ def equivalence_story(callee: ProcDef, other: Proc, known: Proc | None = None) -
 
     In cases 2 and 3 every step on the way must keep behaviour: no step ran with
     ``unsafe_skip_checks=True`` and none is ``set_precision`` (every other primitive proves
-    its rewrite, DESIGN.md contract 7).
+    its rewrite, docs/architecture.md, contract 7).
     """
     if _same_up_to_name(callee, other.ir()):
         return True, "alpha-equal"
