@@ -3,15 +3,36 @@ proc; old ones forward or are tombstones), its errors, and a differential check.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cursched import DRAM, Proc, proc
 from cursched.cursors import CallCursor, ForCursor
 from cursched.cursors.kinds import Tombstone
-from cursched.platforms.x86 import AVX2, mm256_add_ps, mm256_loadu_ps, mm256_storeu_ps
+from cursched.platforms.x86 import (
+    AVX2,
+    mm256_add_ps,
+    mm256_loadu_ps,
+    mm256_max_ps,
+    mm256_mul_ps,
+    mm256_reduce_add_ps,
+    mm256_storeu_ps,
+)
 from cursched.primitives.loops.loop_shapes import UnrollNotConstantError
 from cursched.primitives.loops.loop_split import SplitNotPerfectError
-from cursched.stdlib import TileNestError, TileSizesError, pack, replace_all, tile, unroll_all
+from cursched.stdlib import (
+    TileNestError,
+    TileSizesError,
+    VectorizeAccessError,
+    VectorizeBodyError,
+    VectorizeNoInstrError,
+    VectorizeWidthError,
+    pack,
+    replace_all,
+    tile,
+    unroll_all,
+    vectorize,
+)
 from cursched.testing import assert_equivalent
 
 
@@ -140,3 +161,91 @@ def test_pack_blocked_layout() -> None:
     p, _ = pack(colsum, "for i in _: _", "A[0:M, 4 * jo:4 * jo + 4]", "Ap", [(1, 2)], (1, 0, 2))
     assert "Ap: f32[2, M, 2] @ DRAM" in str(p)
     assert_equivalent(colsum, p, trials=2, sizes={"M": 3, "N": 8})
+
+
+@proc
+def vmax(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        z[i] = fmaxf(x[i], y[i])
+
+
+VMAX = [mm256_loadu_ps, mm256_max_ps, mm256_storeu_ps]
+
+
+def test_vectorize(golden) -> None:  # type: ignore[no-untyped-def]
+    loop = vmax.find_loop("i")
+    p, v = vectorize(vmax, loop, 8, AVX2, VMAX)
+    golden.check(p)
+    _points_into(p, v)
+    assert p.forward(loop) == v.outer and v.tail.name() == "ii"
+    assert [c.node().proc.name for c in v.calls] == [
+        "mm256_loadu_ps",
+        "mm256_loadu_ps",
+        "mm256_max_ps",
+        "mm256_storeu_ps",
+    ]
+    assert sorted(a.name() for a in v.allocs) == ["x_v", "y_v", "z_v"]
+    for n in (8, 21):
+        assert_equivalent(vmax, p, trials=2, sizes={"n": n})
+    x = np.array([np.nan, 1, -0.0, 3, np.inf, 5, 6, 7, 8, np.nan, 1], np.float32)
+    y = np.array([1, np.nan, 0.0, -3, 4, np.nan, 6, 7, 8, 2, np.nan], np.float32)
+    z = np.zeros(11, np.float32)
+    p.compile()(11, x, y, z)
+    assert np.array_equal(z, np.fmax(x, y))
+
+
+@proc
+def vsum(n: size, x: f32[n] @ DRAM, s: f32 @ DRAM):
+    assert n % 8 == 0
+    for i in seq(0, n):
+        s += x[i]
+
+
+def test_vectorize_a_reduction_without_tail() -> None:
+    p, v = vectorize(vsum, "i", 8, AVX2, [mm256_loadu_ps, mm256_reduce_add_ps])
+    assert not v.tail  # 8 divides n: no tail loop
+    assert "mm256_reduce_add_ps(s, x_v[0:8])" in str(p)
+    # lane order is the scalar order: bitwise equal
+    x = np.random.default_rng(0).standard_normal(64).astype(np.float32)
+    s1, s2 = np.array(1.5, np.float32), np.array(1.5, np.float32)
+    vsum.compile()(64, x, s1)
+    p.compile()(64, x, s2)
+    assert s1.tobytes() == s2.tobytes()
+
+
+@proc
+def strided(n: size, x: f32[n, 2] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        z[i] = x[i, 0] + x[i, 1]
+
+
+@proc
+def scaled(n: size, x: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        z[i] = x[i] * 2.0
+
+
+@proc
+def twice(n: size, x: f32[2 * n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        z[i] = x[2 * i]
+
+
+@proc
+def has_if(n: size, x: f32[n] @ DRAM):
+    for i in seq(0, n):
+        if i < 3:
+            x[i] = 0.0
+
+
+def test_vectorize_preconditions() -> None:
+    with pytest.raises(VectorizeWidthError):
+        vectorize(vmax, "i", 4, AVX2, VMAX)
+    with pytest.raises(VectorizeBodyError):
+        vectorize(has_if, "i", 8, AVX2, VMAX)
+    with pytest.raises(VectorizeAccessError):
+        vectorize(twice, "i", 8, AVX2, VMAX)
+    with pytest.raises(VectorizeAccessError):  # x[i, 0] and x[i, 1]: two windows of x
+        vectorize(strided, "i", 8, AVX2, [mm256_loadu_ps, mm256_add_ps, mm256_storeu_ps])
+    with pytest.raises(VectorizeNoInstrError):  # no instruction multiplies by a constant
+        vectorize(scaled, "i", 8, AVX2, [mm256_loadu_ps, mm256_mul_ps, mm256_storeu_ps])
