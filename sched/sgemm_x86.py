@@ -52,6 +52,7 @@ from cursched import (
     split,
     stage_mem,
 )
+from cursched.cursors import IfCursor
 from cursched.platforms import x86
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
@@ -81,11 +82,11 @@ class Target(NamedTuple):
 
 
 AVX2_TARGET = Target(
-    "avx2", x86.AVX2, 8, 6, 16, 256, 24, x86.mm256_loadu_ps, x86.mm256_storeu_ps,
+    "avx2", x86.AVX2, 8, 6, 16, 256, 48, x86.mm256_loadu_ps, x86.mm256_storeu_ps,
     x86.mm256_fmadd_ps_broadcast,
 )  # fmt: skip
 AVX512_TARGET = Target(
-    "avx512", x86.AVX512, 16, 14, 32, 192, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
+    "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast,
 )  # fmt: skip
 
@@ -180,12 +181,14 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, mc = split(p, p.forward(io), t.mcb, ("ic", "ir"), tail="cut")
     p, _ = reorder_loops(p, mc.inner)  # ic, jo, ir: one MC x KC block of A for all panels
     p, _ = reorder_loops(p, mc.tail)  # the rows past the last MC block: jo, io
-    # ... and of the remainder: jo, io, k, ii, ji
+    # ... and of the remainder (one short K block): ic, jo, ir, k, ii, ji
     p, rt = tile(p, [rem.body()[0], rem.body()[0].body()[0]], [mr, nr],
                  [("io", "ii"), ("jo", "ji")])  # fmt: skip
-    p, _ = reorder_loops(p, rem)
-    p, _ = reorder_loops(p, p.forward(rem))
-    p, _ = reorder_loops(p, rt.outer[0])
+    p, _ = reorder_loops(p, rem)  # io, k, jo
+    p, _ = reorder_loops(p, p.forward(rem))  # io, jo, k
+    p, rmc = split(p, p.forward(rt.outer[0]), t.mcb, ("ic", "ir"), tail="cut")
+    p, _ = reorder_loops(p, rmc.inner)
+    p, _ = reorder_loops(p, rmc.tail)
     # 4. packing: the KC x N strip of B as [N / NR, KC, NR] once per ko, the MC x KC block
     #    of A as [MC / MR, KC, MR] once per (ko, ic); each buffer allocated once
     ko = p.forward(ko)
@@ -195,6 +198,14 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     block = f"A[{rows}:{rows} + {mr * t.mcb}, {kc} * ko:{kc} * ko + {kc}]"
     ic = p.forward(mc.outer)
     p, _ = pack(p, ic.body(), block, "Ap", divide=[(0, mr)], order=(0, 2, 1), lift=2)
+    # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
+    # the ``if`` (its extent K % KC is then positive)
+    base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
+    assert isinstance(cut, IfCursor)
+    p, _ = pack(p, cut.body()[0:2], f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
+                divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
+    p, _ = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
+                "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive)
     plain = {kind: microkernel(t, kind) for kind in ("packed", "rows")}
     p, calls = replace_all(p, list(plain.values()))
