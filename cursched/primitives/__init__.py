@@ -26,6 +26,8 @@ from cursched.primitives.calls import (
     call_eqv,
     extract_subproc,
     inline,
+    insert_noop_call,
+    make_instr,
     replace,
 )
 from cursched.primitives.exprs import (
@@ -41,8 +43,10 @@ from cursched.primitives.exprs import (
 )
 from cursched.primitives.loops import (
     add_loop,
+    add_unsafe_guard,
     cut_loop,
     delete_pass,
+    divide_with_recompute,
     eliminate_dead_code,
     fission,
     fuse,
@@ -70,6 +74,7 @@ from cursched.primitives.scans import (
 __all__ = [
     "PrimCursors",
     "add_loop",
+    "add_unsafe_guard",
     "bind_expr",
     "call_eqv",
     "commute_expr",
@@ -77,6 +82,7 @@ __all__ = [
     "delete_buffer",
     "delete_pass",
     "divide_dim",
+    "divide_with_recompute",
     "eliminate_dead_code",
     "expand_dim",
     "extract_subproc",
@@ -86,12 +92,14 @@ __all__ = [
     "inline",
     "inline_assign",
     "inline_window",
+    "insert_noop_call",
     "insert_pass",
     "join_loops",
     "left_reassociate_expr",
     "lift_alloc",
     "lift_reduce_constant",
     "lift_scope",
+    "make_instr",
     "merge_writes",
     "mult_dim",
     "mult_loops",
