@@ -1,7 +1,7 @@
 """cursched: a user-schedulable array language whose primitives return the cursors you need.
 
-Public API: the decorators ``proc`` and ``instr``, the ``Proc`` class, memories, data types,
-errors, and (from ``cursched.primitives``) every scheduling primitive.
+Public API: the decorators ``proc``, ``instr`` and ``config``, the ``Proc`` class, memories,
+data types, errors, and (from ``cursched.primitives``) every scheduling primitive.
 """
 
 from cursched import primitives as _primitives
@@ -20,6 +20,7 @@ from cursched.errors import (
     StaleCursorError,
     TypeCheckError,
 )
+from cursched.ir.config import config
 from cursched.ir.memory import (
     DRAM,
     DRAM_STACK,
@@ -54,6 +55,7 @@ __all__ = [
     "SchedulingError",
     "StaleCursorError",
     "TypeCheckError",
+    "config",
     "instr",
     "proc",
 ]

@@ -213,7 +213,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "Loops": ("loop_split", "loop_nests", "loop_ranges", "loop_shapes", "loop_wrap", "recompute"),
     "Statements, scopes and the proc": ("statements", "scopes", "guards", "simplify", "procs"),
     "Buffers": ("stage", "allocs", "dims", "dims_split", "buffer_attrs"),
-    "Expressions and writes": ("binds", "windows_inline", "exprs", "writes"),
+    "Expressions and writes": ("binds", "windows_inline", "exprs", "writes", "configs"),
     "Calls and instructions": ("calls", "extract", "replace", "call_eqv", "noop", "instrs"),
     "Fusions new in cursched": ("scan",),
 }

@@ -147,6 +147,9 @@ def match_expr(pat: ast.expr, e: Any) -> bool:
             return True
         case ast.Name(id=name):
             return isinstance(e, Read) and not e.idx and e.sym.name == name
+        case ast.Attribute():
+            # a configuration field ``C.f``, whose symbol is named so
+            return isinstance(e, Read) and not e.idx and e.sym.name == ast.unparse(pat)
         case ast.Constant(value=v):
             # 2 matches the integer 2, 2.0 the float: the pattern's literal says which.
             return isinstance(e, Const) and type(e.value) is type(v) and e.value == v
@@ -227,6 +230,9 @@ def _match_target(t: ast.expr, sym_name: str, idx: tuple[Any, ...]) -> bool:
         return t.id == "_" or (t.id == sym_name and not idx)
     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
         return t.value.id in ("_", sym_name) and _match_indices(t.slice, idx)
+    if isinstance(t, ast.Attribute):
+        # a configuration field ``C.f`` (``cursched.ir.config``): its symbol's name
+        return not idx and ast.unparse(t) == sym_name
     return False
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from cursched.errors import InterpreterError
 from cursched.interp.exprs import ExprCompiler, Fn, Frame
 from cursched.interp.values import cast_scalar, fmt_expr
+from cursched.ir.config import ConfigField, fresh_state
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -37,9 +38,14 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
-__all__ = ["CompiledProc", "Compiler", "new_buffer"]
+__all__ = ["CONFIG_STATE", "CompiledProc", "Compiler", "new_buffer"]
 
 StmtFn = Callable[[Frame], None]
+
+#: The configuration state of the current run (``cursched.ir.config``): one 0-d array per
+#: field, shared by a proc and its callees; ``interpret`` clears it at every top-level run,
+#: so a field read before any write holds the unspecified value of ``fresh_state``.
+CONFIG_STATE: dict[ConfigField, np.ndarray[Any, Any]] = {}
 
 #: Fill value of fresh integer buffers: the low bytes of 0xDEADBEEF, so that a read before a
 #: write shows up as a recognisable garbage value in differential tests.
@@ -76,6 +82,15 @@ class CompiledProc:
     shapes: tuple[tuple[Fn, ...], ...] = ()
     written: frozenset[int] = frozenset()
     body: StmtFn = field(default=lambda frame: None)
+    configs: tuple[tuple[int, ConfigField], ...] = ()
+
+    def bind_configs(self, frame: Frame) -> None:
+        """Put the run's configuration state (``CONFIG_STATE``) in the frame's config slots."""
+        for slot, f in self.configs:
+            v = CONFIG_STATE.get(f)
+            if v is None:
+                v = CONFIG_STATE[f] = fresh_state(f)
+            frame[slot] = v
 
     def check_preds(self, frame: Frame, where: str) -> None:
         """Raise ``InterpreterError`` naming the first failing assert."""
@@ -128,6 +143,7 @@ class Compiler(ExprCompiler):
             shapes=shapes,
             written=written_args(pd, lambda q: self.callee(q).written),
             body=body,
+            configs=tuple((i, f) for f, i in self.slots.items() if isinstance(f, ConfigField)),
         )
 
     # -- statements ----------------------------------------------------------------------
@@ -247,7 +263,7 @@ class Compiler(ExprCompiler):
 
     def _dest_type(self, sym: Sym) -> DataType:
         """The element type of buffer ``sym`` (parameter, allocation or window)."""
-        t = self.types.get(sym)
+        t = sym.type if isinstance(sym, ConfigField) else self.types.get(sym)
         if isinstance(t, TensorType):
             return t.elem
         if isinstance(t, DataType):
@@ -269,6 +285,7 @@ class Compiler(ExprCompiler):
             for i in tensors:
                 callee.check_shape(i, inner, "call to")
             callee.check_preds(inner, "at a call to")
+            callee.bind_configs(inner)
             body(inner)
 
         return call

@@ -25,6 +25,7 @@ import numpy as np
 
 from cursched.errors import InterpreterError, SrcInfo
 from cursched.interp.values import cast_scalar, fmt_expr, int_div, int_rem, oob_error
+from cursched.ir.config import ConfigField
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     Alloc,
@@ -87,6 +88,9 @@ class ExprCompiler:
         """The frame slot of ``sym`` (a new one on first sight)."""
         if sym not in self.slots:
             self.slots[sym] = len(self.slots)
+            if isinstance(sym, ConfigField):
+                # global state: the run puts the field's shared 0-d array in this slot
+                self.types[sym] = sym.type
         return self.slots[sym]
 
     # -- control expressions -------------------------------------------------------------

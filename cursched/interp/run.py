@@ -20,7 +20,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
-from cursched.interp.compile import CompiledProc, Compiler
+from cursched.interp.compile import CONFIG_STATE, CompiledProc, Compiler
 from cursched.interp.exprs import CTRL_OPS, Frame
 from cursched.interp.values import fmt_expr
 from cursched.ir.nodes import (
@@ -96,6 +96,8 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
     # They are the defined semantics here, so they are silenced for the run, and only there.
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         cp.check_preds(frame, "on entry to")
+        CONFIG_STATE.clear()
+        cp.bind_configs(frame)
         cp.body(frame)
 
 

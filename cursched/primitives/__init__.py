@@ -31,8 +31,10 @@ from cursched.primitives.calls import (
     replace,
 )
 from cursched.primitives.exprs import (
+    bind_config,
     bind_expr,
     commute_expr,
+    delete_config,
     fold_into_reduce,
     inline_assign,
     left_reassociate_expr,
@@ -40,6 +42,7 @@ from cursched.primitives.exprs import (
     merge_writes,
     rewrite_expr,
     split_write,
+    write_config,
 )
 from cursched.primitives.loops import (
     add_loop,
@@ -75,11 +78,13 @@ __all__ = [
     "PrimCursors",
     "add_loop",
     "add_unsafe_guard",
+    "bind_config",
     "bind_expr",
     "call_eqv",
     "commute_expr",
     "cut_loop",
     "delete_buffer",
+    "delete_config",
     "delete_pass",
     "divide_dim",
     "divide_with_recompute",
@@ -128,4 +133,5 @@ __all__ = [
     "stage_mem",
     "unroll_buffer",
     "unroll_loop",
+    "write_config",
 ]
