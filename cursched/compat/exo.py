@@ -15,9 +15,8 @@ What this layer does, and nothing more:
   ``compile_c``, ``partial_eval``) over a cursched ``Proc`` (``.proc`` gives it back, with
   its history and the cursors a cursched schedule would use);
 - instruction templates in Exo's convention (``translate_template``): in Exo, ``{x_data}``
-  of a tensor in an addressable memory is its first *element* (``&{x_data}`` its address),
-  and ``{x_data}`` of a data scalar its value; cursched writes ``{x}`` for the pointer and
-  ``*{x}``/``{x}`` for the element.
+  of a window in an addressable memory is its first *element* (``&{x_data}`` its address),
+  where cursched writes ``{x}`` for the pointer; scalars and tensors are pointers in both.
 
 See ``docs/porting_from_exo.md`` for the side-by-side guide and the table of every entry.
 """
@@ -192,24 +191,32 @@ def proc(fn: Callable[..., Any]) -> Procedure:
 def translate_template(ir: ProcDef, template: str) -> str:
     """An Exo C template in cursched's placeholders (see the module doc).
 
-    For a tensor or window parameter ``x`` in an addressable memory (DRAM): ``&{x_data}`` ->
-    ``{x}`` (the element pointer) and ``{x_data}`` -> ``*{x}`` (the element); in a register
-    memory (``addressable = False``) ``{x_data}`` is the register lvalue, which cursched
-    spells ``{x}``. For a data scalar: ``&{x_data}`` -> ``{x_data}``, ``{x_data}`` -> ``{x}``.
-    Control parameters ``{n}`` are the same in both.
+    Exo fills ``{x}`` with the C argument a function call would get and ``{x_data}`` with
+    the same, except for windows, where it is the window's first element (an lvalue; a
+    register for a non-addressable memory). So, for a parameter ``x``:
+
+    - a window in an addressable memory (DRAM): ``&{x_data}`` -> ``{x}`` (cursched's element
+      pointer), ``{x_data}`` -> ``(*{x})``;
+    - a window in a register memory (``addressable = False``): ``{x_data}`` -> ``{x}`` (the
+      register lvalue in cursched too);
+    - a contiguous tensor: ``{x_data}`` -> ``{x}`` (the pointer in both);
+    - a data scalar: ``{x}`` and ``{x_data}`` -> ``{x_data}`` (its address in both);
+    - a control value: ``{n}`` is the same in both.
     """
     out = template
     for a in ir.args:
         n = a.sym.name
         ref, amp = "{" + n + "_data}", re.compile(r"&\s*\{" + re.escape(n) + r"_data\}")
         match a.type:
-            case TensorType():
+            case TensorType(window=True):
                 if a.mem is not None and not a.mem.addressable:
                     out = amp.sub("&{" + n + "}", out).replace(ref, "{" + n + "}")
                 else:
                     out = amp.sub("{" + n + "}", out).replace(ref, "(*{" + n + "})")
+            case TensorType():
+                out = out.replace(ref, "{" + n + "}")
             case DataType():
-                out = amp.sub("{" + n + "_data}", out).replace(ref, "{" + n + "}")
+                out = out.replace("{" + n + "}", ref)
             case ControlType():
                 pass
     return out

@@ -13,6 +13,7 @@ from cursched import (
     delete_config,
     fission,
     proc,
+    remove_loop,
     write_config,
 )
 from cursched.codegen.c.unit import generate_unit
@@ -146,12 +147,37 @@ def test_bind_golden_forwarding_equivalent(golden) -> None:  # type: ignore[no-u
     assert_equivalent(scaled, p, trials=3)
 
 
-def test_bind_then_fission_is_refused_as_for_a_scalar() -> None:
-    # the loop primitives see the field as a scalar buffer: splitting the write from its
-    # read across the loop is a dependence (Exo 1.0 accepts it; the values happen to agree)
-    p, _ = bind_config(scaled, "scale", ConfigLoad, "scale")
+def test_fission_hoists_a_loop_invariant_config_write() -> None:
+    # every iteration writes the same value, so the reads after the gap see it whichever
+    # iteration wrote last (cursched.analysis.checks._invariant_config_writes)
+    p, c = bind_config(scaled, "scale", ConfigLoad, "scale")
+    q, f = fission(p, c.write.after())
+    r, _ = remove_loop(q, f.first)
+    assert str(r).splitlines()[1].strip() == "ConfigLoad.scale = scale"
+    assert_equivalent(scaled, r, trials=3)
+
+
+@proc
+def variant(n: size, x: f32[n], y: f32[n]):
+    for i in seq(0, n):
+        ConfigLoad.scale = x[i]
+        y[i] = x[i] * ConfigLoad.scale
+
+
+@proc
+def variant_after(n: size, s: f32, x: f32[n], y: f32[n]):
+    for i in seq(0, n):
+        ConfigLoad.scale = s
+        y[i] = x[i] * ConfigLoad.scale
+        ConfigLoad.scale = 0.0
+
+
+def test_fission_still_refuses_other_config_writes() -> None:
+    # a value that changes with i, and a field written twice in the loop
     with pytest.raises(FissionDependenceError, match=r"ConfigLoad\.scale"):
-        fission(p, p.find("ConfigLoad.scale = _").after())
+        fission(variant, variant.find("ConfigLoad.scale = _").after())
+    with pytest.raises(FissionDependenceError, match=r"ConfigLoad\.scale"):
+        fission(variant_after, variant_after.find("ConfigLoad.scale = _").after())
 
 
 def test_bind_field() -> None:

@@ -201,9 +201,9 @@ def divide_with_recompute(
     Example:
         ``divide_with_recompute(p, "y", "H / 4", 4, ["yo", "yi"])`` (``H % 4 == 0``)::
 
-            for y in seq(0, H + 2):            ->    for yo in seq(0, H / 4):
-                t[y] = x[y] + x[y + 1]                   for yi in seq(0, 6):
-                                                             t[4 * yo + yi] = ...
+            for y in seq(0, H + 2):       ->    for yo in seq(0, H / 4):
+                t[y] = 2.0 * x[y]                   for yi in seq(0, 6):
+                                                        t[4 * yo + yi] = 2.0 * x[4 * yo + yi]
     """
     name = "divide_with_recompute"
     oname, iname = _check_names(new_iters, loop)
