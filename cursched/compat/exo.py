@@ -492,10 +492,28 @@ def lift_if(proc: Any, cursor: Any, n_lifts: int = 1) -> Procedure:
     return Procedure(p)
 
 
+def call_site_mem_aware_replace(
+    proc: Any, block_cursor: Any, subproc: Any, quiet: bool = False
+) -> Procedure:
+    """Exo's ``call_site_mem_aware_replace``: cursched's ``replace`` always checks that the
+    memories at the call site are the callee's."""
+    del quiet
+    new, _ = P.replace(_procedure(proc), block_cursor, _procedure(subproc))
+    return Procedure(new)
+
+
 def replace_all(proc: Any, subprocs: Any, mem_aware: bool = True) -> Procedure:
-    """Exo's ``replace_all``: ``cursched.stdlib.replace_all`` (memories always match)."""
+    """Exo's ``replace_all``: ``cursched.stdlib.replace_all`` (memories always match).
+
+    Raises:
+        CurschedError: ``cursched.stdlib`` (the x86 library's branch) is not installed.
+    """
     del mem_aware
-    from cursched.stdlib import replace_all as _replace_all  # type: ignore[import-not-found]
+    try:
+        from cursched.stdlib import replace_all as _replace_all  # type: ignore[import-not-found]
+    except ImportError as e:
+        msg = "replace_all needs cursched.stdlib.replace_all, which this build does not have"
+        raise CurschedError(msg) from e
 
     subs = subprocs if isinstance(subprocs, list | tuple) else [subprocs]
     new, _ = _replace_all(_procedure(proc), [_procedure(s) for s in subs])
@@ -537,6 +555,7 @@ __all__ = [
     "bind_config",
     "bind_expr",
     "call_eqv",
+    "call_site_mem_aware_replace",
     "commute_expr",
     "compile_procs",
     "compile_procs_to_strings",

@@ -200,7 +200,15 @@ def _exo_scheduling_ops() -> list[str]:
     return sorted(n for n in dir(api) if api.is_atomic_scheduling_op(getattr(api, n)))
 
 
-_STDLIB_HELPERS = ["repeat", "sched_seq", "loop_hack", "replace_all", "replace_once", "lift_if"]
+_STDLIB_HELPERS = [
+    "repeat",
+    "sched_seq",
+    "loop_hack",
+    "call_site_mem_aware_replace",
+    "replace_all",
+    "replace_once",
+    "lift_if",
+]
 
 
 @pytest.mark.skipif(not R.exo_available(), reason="exo-lang is not installed (bench extra)")
@@ -212,6 +220,39 @@ def test_every_exo_scheduling_op_has_a_compat_spelling() -> None:
     guide = (Path(__file__).parents[2] / "docs" / "porting_from_exo.md").read_text()
     undocumented = [n for n in ops + _STDLIB_HELPERS if f"`{n}`" not in guide]
     assert not undocumented, undocumented
+
+
+def test_replace_once_and_call_site_replace() -> None:
+    @cx.instr("{dst_data} = 2.0f * {src_data};")
+    def dbl1(dst: [f32][1] @ DRAM, src: [f32][1] @ DRAM):
+        dst[0] = 2.0 * src[0]
+
+    @cx.proc
+    def two(x: f32[2] @ DRAM, y: f32[2] @ DRAM):
+        y[0] = 2.0 * x[0]
+        y[1] = 2.0 * x[1]
+
+    p = cx.replace_once(two, [dbl1])
+    assert str(p).count("dbl1(") == 1 and "y[1] = 2.0 * x[1]" in str(p)
+    q = cx.call_site_mem_aware_replace(p, p.find("y[_] = _"), dbl1)
+    assert str(q).count("dbl1(") == 2
+    x = np.array([1.0, 3.0], dtype=np.float32)
+    y = np.zeros(2, dtype=np.float32)
+    q.compile()(x, y)
+    assert y.tolist() == [2.0, 6.0]
+    assert cx.replace_once(two, []).proc is two.proc
+
+
+def test_loop_hack_applies_at_every_match() -> None:
+    @cx.proc
+    def loops(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+        for i in seq(0, n):
+            x[i] = 0.0
+        for i in seq(0, n):
+            y[i] = 0.0
+
+    p = cx.loop_hack(cx.parallelize_loop, lambda q: q.find_loop("i", many=True))(loops)
+    assert str(p).count("par(0, n)") == 2
 
 
 def test_tombstones_pass_through() -> None:
