@@ -28,6 +28,10 @@ F = "f32[n] @ DRAM"
 # The proc header (and asserts) each example's left column is the body of.
 HEADERS: dict[str, str] = {
     "add_loop": f"def f(n: size, x: {F}):",
+    "add_unsafe_guard": f"def f(n: size, x: {F}):",
+    "divide_with_recompute": (
+        "def f(H: size, x: f32[H + 2] @ DRAM, t: f32[H + 2] @ DRAM):\n    assert H % 4 == 0"
+    ),
     "bind_expr": f"def f(n: size, i: index, x: {F}, a: f32 @ DRAM):\n    assert i >= 0 and i < n",
     "call_eqv": f"def f(n: size, x: {F}):",
     "rewrite_expr": "def f(n: size, x: f32[n] @ DRAM):\n    assert n % 4 == 0",
@@ -94,6 +98,12 @@ HEADERS: dict[str, str] = {
 # Examples that are not programs, and why.
 ILLUSTRATIVE: dict[str, str] = {
     "rename": "the diagram elides the proc with `...`",
+    # shown by tests/primitives/test_configs.py and test_exo_parity.py instead
+    "bind_config": "needs a @config class, which the example environment does not have",
+    "write_config": "needs a @config class, which the example environment does not have",
+    "delete_config": "needs a @config class, which the example environment does not have",
+    "insert_noop_call": "needs a no-op instruction, which the example environment lacks",
+    "make_instr": "the diagram elides the instruction's body",
 }
 
 
