@@ -9,8 +9,10 @@ import sys
 from types import ModuleType
 
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from cursched import Memory, Proc
 from cursched.testing import assert_equivalent
 
 from .scripts import ROOT, assert_history_replays, load_module, run_file
@@ -32,7 +34,7 @@ def test_runs_as_a_file() -> None:
     out = run_file(SCRIPT)
     assert out.startswith("def attention_row(Nk: size")
     assert "ok: the attention row and flash attention 2 match numpy" in out
-    assert "# schedule of attention: 73 step(s)" in out
+    assert "# schedule of attention: 147 step(s)" in out
 
 
 def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
@@ -44,21 +46,35 @@ def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-u
     assert_equivalent(script.attention_row, p, sizes={"Nk": 12, "D": 4}, trials=2)
 
 
-def test_flash_attention(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def flash(script: ModuleType) -> Proc:
+    """The default schedule (scheduled once for the module)."""
     p = script.schedule_flash(script.attention)
+    assert isinstance(p, Proc)
+    return p
+
+
+def test_flash_attention(script: ModuleType, flash: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    p = flash
     golden.check(p)
     text = str(p)
     # query tiles in parallel, key tiles inside; one correction per key tile
     assert text.index("for rt in par(0, Nq / 64):") < text.index("for io in seq(0, Nk / 64):")
     assert text.count("alpha[rr] = select(") == 1
-    # no allocation in the key loop but the micro-kernels' register tiles; K and V in place
+    # no allocation in the key loop but vector registers; K and V read in place
     keys = text.split("for io in seq(0, Nk / 64):", 1)[1].split("\n        for i", 1)[0]
-    assert re.findall(r"(\w+): f32", keys) == ["s_acc", "o_acc"]
+    allocs = re.findall(r"(\w+): f32\[[^]]*\] @ (\w+)", keys)
+    assert {a for a, _ in allocs} >= {"s_acc", "o_acc", "m_v", "exp_w"}
+    assert {mem for _, mem in allocs} == {"AVX2"}
     assert "Kt" not in text and "Vt" not in text
-    # the micro-kernels: 4 keys (head columns) x 16 rows, the rows innermost
-    assert "s_acc[ij, rj] += Qt[k, 16 * rq + rj] * K[64 * io + 4 * iq + ij, k]" in text
-    assert "o_acc[dj, rj] += w[ii, 16 * rq + rj] * V[64 * io + ii, 4 * dq + dj]" in text
-    assert script.check_flash(p, 64, 128, 5, compiled=False, seed=1) == []
+    # the micro-kernels: 4 keys (head columns) x 2 vectors of rows in registers
+    assert "s_acc: f32[4, 2, 8] @ AVX2" in text and "o_acc: f32[4, 2, 8] @ AVX2" in text
+    qk = "mm256_fmadd_ps_broadcast(s_acc[ij, rv, 0:8], rows_v[0:8], K[64 * io + 4 * iq + ij, k:k + 1])"
+    pv = "mm256_fmadd_ps_broadcast(o_acc[dj, rv, 0:8], rows_v[0:8], V[64 * io + ii, 4 * dq + dj:"
+    assert qk in text and pv in text
+    for op in ("mm256_max_ps(m_v[rv, 0:8]", "mm256_sub_guarded_ps(", "mm256_exp_ps(exp_w"):
+        assert op in text
+    assert script.check_flash(p, 64, 64, 3, compiled=False, seed=1) == []
     for d in (64, 67, 3):  # head columns past a multiple of 4 in the tail loop
         assert script.check_flash(p, 128, 192, d, compiled=True, seed=2) == []
     assert_equivalent(script.attention, p, sizes={"Nq": 64, "Nk": 64, "D": 3}, trials=1)
@@ -72,8 +88,8 @@ def test_flash_attention_other_tiles(script: ModuleType) -> None:
     assert_equivalent(base, q, sizes={"Nq": 16, "Nk": 32, "D": 5}, trials=1)
 
 
-def test_flash_attention_independent_of_the_thread_count(script: ModuleType) -> None:
-    f = script.schedule_flash(script.attention).compile()
+def test_flash_attention_independent_of_the_thread_count(script: ModuleType, flash: Proc) -> None:
+    f = flash.compile()
     x = script.inputs(256, 128, 64, seed=7)  # 4 query tiles
     outs = []
     for threads in (1, 2, 3):
@@ -102,10 +118,10 @@ def special_inputs(script: ModuleType) -> dict[str, np.ndarray]:
     return x
 
 
-def test_flash_attention_infinities_and_nan_as_unfused(script: ModuleType) -> None:
+def test_flash_attention_infinities_and_nan_as_unfused(script: ModuleType, flash: Proc) -> None:
     x = special_inputs(script)
     outs = []
-    for p in (script.attention, script.schedule_flash(script.attention)):
+    for p in (script.attention, flash):
         o, lse = np.zeros((64, 16), np.float32), np.zeros(64, np.float32)
         p.compile()(64, 128, 16, x["Q"], x["K"], x["V"], o, lse)
         outs.append((o, lse))
@@ -129,10 +145,16 @@ def test_patterns_only_at_the_start() -> None:
     assert not re.search(r"\b(find\w*|at)\(", steps)
 
 
-def test_histories_replay(script: ModuleType) -> None:
+def test_histories_replay(script: ModuleType, flash: Proc) -> None:
+    # the instructions and memories the history names
+    instrs = {
+        k: v
+        for k, v in vars(script).items()
+        if (isinstance(v, Proc) and v.is_instr()) or (isinstance(v, type) and issubclass(v, Memory))
+    }
     for name, sched in (
         ("attention_row", script.schedule_row),
-        ("attention", script.schedule_flash),
+        ("attention", lambda _: flash),
     ):
         base = getattr(script, name)
-        assert_history_replays(sched(base), **{name: base})
+        assert_history_replays(sched(base), **{name: base}, **instrs)
