@@ -20,6 +20,7 @@ from cursched.errors import (
     StaleCursorError,
     TypeCheckError,
 )
+from cursched.ir.barrier import SYNC_THREADS as _SYNC_THREADS
 from cursched.ir.memory import (
     DRAM,
     DRAM_STACK,
@@ -31,6 +32,9 @@ from cursched.ir.memory import (
 )
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
 from cursched.proc import Proc, instr, proc
+
+sync_threads = Proc(_SYNC_THREADS)
+"""The CUDA block barrier ``sync_threads()`` (``__syncthreads()``); see ``insert_barriers``."""
 
 __all__ = [
     "DRAM",
@@ -56,6 +60,7 @@ __all__ = [
     "TypeCheckError",
     "instr",
     "proc",
+    "sync_threads",
 ]
 # every primitive, and PrimCursors, as `cursched.primitives` lists them
 __all__ += _primitives.__all__

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         BlockCursor,
         Cursor,
         ForCursor,
+        ScopeCursor,
         StepRecord,
         Tombstone,
     )
@@ -134,6 +135,16 @@ class Proc:
         from cursched.cursors.patterns import find_alloc_or_arg
 
         return find_alloc_or_arg(self, name)
+
+    def find_scope(self, name: str) -> ScopeCursor:
+        """The named region ``with scope(name):`` (a kernel when its target is cuda).
+
+        Raises:
+            PatternError: no scope has that name.
+        """
+        from cursched.primitives.gpu.scopes import find_scope
+
+        return find_scope(self, name)
 
     def at(self, where: str) -> Cursor:
         """The cursor at a printed location: ``"body[0].body[1]"``, ``"body[0].rhs"``,

@@ -1,5 +1,5 @@
-"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans), all built
-on ``registry.primitive``.
+"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans, gpu), all
+built on ``registry.primitive``.
 
 ``cursched.split`` is ``cursched.primitives.split``: every primitive is re-exported from the
 package root.
@@ -39,6 +39,13 @@ from cursched.primitives.exprs import (
     rewrite_expr,
     split_write,
 )
+from cursched.primitives.gpu import (
+    bind_loop,
+    insert_barrier,
+    insert_barriers,
+    scope,
+    unscope,
+)
 from cursched.primitives.loops import (
     add_loop,
     cut_loop,
@@ -71,6 +78,7 @@ __all__ = [
     "PrimCursors",
     "add_loop",
     "bind_expr",
+    "bind_loop",
     "call_eqv",
     "commute_expr",
     "cut_loop",
@@ -86,6 +94,8 @@ __all__ = [
     "inline",
     "inline_assign",
     "inline_window",
+    "insert_barrier",
+    "insert_barriers",
     "insert_pass",
     "join_loops",
     "left_reassociate_expr",
@@ -107,6 +117,7 @@ __all__ = [
     "reuse_buffer",
     "rewrite_expr",
     "scan_fuse",
+    "scope",
     "set_memory",
     "set_precision",
     "set_window",
@@ -120,4 +131,5 @@ __all__ = [
     "stage_mem",
     "unroll_buffer",
     "unroll_loop",
+    "unscope",
 ]
