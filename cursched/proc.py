@@ -187,11 +187,39 @@ class Proc:
 
         interpret(self._ir, *args, **kwargs)
 
-    def compile(self, **options: Any) -> Callable[..., None]:
-        """Compile the proc with the C backend into a callable taking numpy arrays and ints."""
+    def compile(self, target: str = "c", **options: Any) -> Callable[..., None]:
+        """Compile the proc into a callable (outputs written in place).
+
+        Args:
+            target: ``"c"`` (the C backend; numpy arrays and ints), ``"cuda-emulated"``
+                (the CUDA text run on the CPU; numpy arrays; option ``check_races=True``)
+                or ``"cuda"`` (cupy arrays, on the GPU).
+            options: the backend's options (``unsafe_skip_checks=True`` skips the barrier
+                checker of the CUDA targets).
+        """
+        if target in ("cuda", "cuda-emulated"):
+            from cursched.codegen.cuda import compile_cuda
+
+            return compile_cuda(self._ir, target, **options)
+        if target != "c":
+            from cursched.errors import CodegenError
+
+            raise CodegenError(f"unknown target {target!r} (c, cuda, cuda-emulated)")
         from cursched.codegen.c import compile_proc
 
         return compile_proc(self._ir, **options)
+
+    def cuda_source(self, unsafe_skip_checks: bool = False) -> str:
+        """The ``.cu`` text of the proc's kernels (one per ``target="cuda"`` scope).
+
+        Raises:
+            CodegenError: data code outside every cuda scope (named), or no cuda scope.
+            KernelRaceError: the barrier checker found a race (skip it with
+                ``unsafe_skip_checks=True``).
+        """
+        from cursched.codegen.cuda import generate_cuda
+
+        return generate_cuda(self._ir, unsafe_skip_checks=unsafe_skip_checks).source
 
 
 def proc(fn: Callable[..., Any]) -> Proc:
