@@ -46,6 +46,23 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr, walk_exprs, walk_stmts
 from cursched.ir.types import F16, ControlType, DataType, TensorType
 
+class KernelMemoryError(CodegenError):
+    """A kernel's argument is not in GLOBAL, or it allocates outside SHARED and REGISTER."""
+
+
+class SharedPlacementError(CodegenError):
+    """A SHARED buffer is allocated inside a thread loop, or with a shape not constant."""
+
+
+class RegisterThreadIndexError(CodegenError):
+    """A REGISTER buffer allocated in a thread loop is indexed by a thread variable."""
+
+
+class RegisterNotPerThreadError(CodegenError):
+    """A REGISTER buffer allocated outside the thread loops and used in them has no leading
+    per-thread dimensions indexed by the thread variables."""
+
+
 #: Constant-trip loops inside thread loops up to this many iterations get ``#pragma unroll``.
 UNROLL_LIMIT = 64
 
@@ -103,7 +120,7 @@ def cuda_params(p: ProcDef, names: Namer) -> tuple[CParam, ...]:
 def _check_global(p: ProcDef, sym: Sym, mem: object, t: DataType) -> None:
     if mem is not GLOBAL:
         name = getattr(mem, "__name__", mem)
-        raise CodegenError(f"{p.name}: argument '{sym}' is in {name}; a kernel's is in GLOBAL")
+        raise KernelMemoryError(f"{p.name}: argument '{sym}' is in {name}; a kernel's is in GLOBAL")
     if t == F16:
         raise CodegenError(f"{p.name}: argument '{sym}' is f16, not supported by the CUDA target")
 
@@ -253,12 +270,12 @@ class KernelGen(FunctionGen):
         if elem == F16:
             raise CodegenError(f"allocation of '{s.sym}': f16 is not supported by the CUDA target")
         if mem is not SHARED and mem is not REGISTER:
-            raise CodegenError(
+            raise KernelMemoryError(
                 f"allocation of '{s.sym}' in {mem.name()} inside kernel {self.scope.name}:"
                 " a kernel allocates in SHARED or REGISTER"
             )
         if mem is SHARED and self.thread_depth:
-            raise CodegenError(
+            raise SharedPlacementError(
                 f"SHARED allocation of '{s.sym}' inside a thread loop: allocate it outside them"
             )
         name = self.names.bind(s.sym)
@@ -268,7 +285,7 @@ class KernelGen(FunctionGen):
             self.ex.bufs[s.sym] = Buffer(t, f"&{name}", (), name)
             return [f"{ind}{qual}{ct} {name};"]
         if _const_bytes(t) is None:
-            raise CodegenError(f"{mem.name()} allocation of '{s.sym}' needs a constant shape")
+            raise SharedPlacementError(f"{mem.name()} allocation of '{s.sym}' needs a constant shape")
         shape = tuple(self.ex.ctrl(e) for e in t.shape)
         strides = row_major(shape)
         drop = len(self.layout.thread_regs.get(s.sym, ()))
@@ -311,7 +328,7 @@ class KernelGen(FunctionGen):
                 if isinstance(s, Alloc) and s.sym in regs and depth == 0:
                     used_in_threads = _used_in_thread_loops(self.scope.body, s.sym)
                     if used_in_threads and s.sym not in self.layout.thread_regs:
-                        raise CodegenError(
+                        raise RegisterNotPerThreadError(
                             f"REGISTER buffer '{s.sym}' of kernel {self.scope.name} is allocated"
                             " outside the thread loops but has no per-thread leading dimensions"
                             " indexed by the thread variables (expand_dim, then lift_alloc)"
@@ -327,7 +344,7 @@ class KernelGen(FunctionGen):
                                 x.sym for i in e.idx for x in walk_expr(i) if isinstance(x, Read)
                             }
                             if used & inner:
-                                raise CodegenError(
+                                raise RegisterThreadIndexError(
                                     f"REGISTER buffer '{s.sym}' is indexed by a thread variable:"
                                     " registers are private to a thread"
                                 )
