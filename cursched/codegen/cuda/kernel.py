@@ -46,6 +46,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr, walk_exprs, walk_stmts
 from cursched.ir.types import F16, ControlType, DataType, TensorType
 
+
 class KernelMemoryError(CodegenError):
     """A kernel's argument is not in GLOBAL, or it allocates outside SHARED and REGISTER."""
 
@@ -188,7 +189,10 @@ class KernelGen(FunctionGen):
         missing = self._missing_axes(s)
         if missing:
             cond = " && ".join(f"{a} == 0" for a in missing)
-            return [f"{ind}if ({cond}) {{", *self._stmt(s, ind + IND, frees), ind + "}"]
+            self.bound += missing  # decided for everything inside
+            body = self._stmt(s, ind + IND, frees)
+            del self.bound[-len(missing) :]
+            return [f"{ind}if ({cond}) {{", *body, ind + "}"]
         return self._stmt(s, ind, frees)
 
     def _missing_axes(self, s: Stmt) -> list[str]:
@@ -285,7 +289,9 @@ class KernelGen(FunctionGen):
             self.ex.bufs[s.sym] = Buffer(t, f"&{name}", (), name)
             return [f"{ind}{qual}{ct} {name};"]
         if _const_bytes(t) is None:
-            raise SharedPlacementError(f"{mem.name()} allocation of '{s.sym}' needs a constant shape")
+            raise SharedPlacementError(
+                f"{mem.name()} allocation of '{s.sym}' needs a constant shape"
+            )
         shape = tuple(self.ex.ctrl(e) for e in t.shape)
         strides = row_major(shape)
         drop = len(self.layout.thread_regs.get(s.sym, ()))
