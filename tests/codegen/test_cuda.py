@@ -130,7 +130,7 @@ def test_data_code_outside_kernels_is_refused() -> None:
     @proc
     def mixed(n: size, x: f32[n] @ GLOBAL):
         with scope("k", target="cuda"):
-            for t in par(0, 32, axis="threadIdx.x"):
+            for t in par(0, 32, axis="threadIdx.x"):  # noqa: B007
                 x[0] = 1.0
         x[0] = 2.0
 
@@ -164,7 +164,7 @@ def test_kernel_arguments_are_global() -> None:
     @proc
     def host_arg(n: size, x: f32[n] @ DRAM):
         with scope("k", target="cuda"):
-            for t in par(0, 32, axis="threadIdx.x"):
+            for t in par(0, 32, axis="threadIdx.x"):  # noqa: B007
                 x[0] = 1.0
 
     with pytest.raises(KernelMemoryError, match="GLOBAL"):
@@ -289,7 +289,7 @@ def test_arguments_are_checked_before_any_launch() -> None:
 def test_gpu_target_without_cupy_or_with_numpy() -> None:
     if _gpu():
         f = kernel(rev).compile(target="cuda")
-        with pytest.raises(ArgumentError, match="cupy.asarray"):
+        with pytest.raises(ArgumentError, match=r"cupy\.asarray"):
             f(128, np.zeros(128, np.float32), np.zeros(128, np.float32))
     elif importlib.util.find_spec("cupy") is None:
         with pytest.raises(BuildError, match="needs cupy"):

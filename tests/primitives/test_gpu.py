@@ -82,7 +82,7 @@ def grid(n: size, x: f32[n, 32, 2048] @ GLOBAL):
         for c in seq(0, 32):
             for t in seq(0, 2048):
                 x[b, c, t] = 0.0
-        for u in seq(0, b + 1):
+        for u in seq(0, b + 1):  # noqa: B007
             x[b, 0, 0] = 1.0
 
 
@@ -134,7 +134,7 @@ def test_scope_target() -> None:
 
 
 def test_scope_kernels_do_not_nest() -> None:
-    p, c = scope(rev, rev.body(), "outer", target="cuda")
+    p, _ = scope(rev, rev.body(), "outer", target="cuda")
     with pytest.raises(ScopeNestedKernelError):
         scope(p, p.find_loop("t"), "inner", target="cuda")
     q, _ = scope(rev, "for t in _: _", "inner", target="cuda")
@@ -347,7 +347,7 @@ def uniform_write(n: size, y: f32[n] @ GLOBAL):
     with scope("k", target="cuda"):
         s: f32[1] @ SHARED
         s[0] = 1.0
-        for t in par(0, 32, axis="threadIdx.x"):
+        for t in par(0, 32, axis="threadIdx.x"):  # noqa: B007
             y[0] = s[0]
 
 
