@@ -2,13 +2,15 @@
 
 Usage::
 
-    cursched compile FILE.py [-o DIR] [--proc NAME ...] [--name STEM]
+    cursched compile FILE.py [-o DIR] [--proc NAME ...] [--name STEM] [--target c|cuda]
     cursched show FILE.py:NAME
 
 ``compile`` runs FILE.py (with ``runpy``, as ``__main__`` is not set: the file's
 ``if __name__ == "__main__":`` block does not run) and writes one ``.c``/``.h`` pair holding
 every module-level proc (or those named by ``--proc``) and the procs they call. Instruction
-procs are left out unless named. Errors print one line, ``cursched: error: ...``, and exit 1.
+procs are left out unless named. With ``--target cuda`` it writes the ``.cu`` text of each
+proc instead (``STEM.cu``, or ``STEM_PROC.cu`` for several). Errors print one line,
+``cursched: error: ...``, and exit 1.
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def _compile(args: argparse.Namespace) -> int:
     if not chosen:
         raise CliError(f"{args.file} defines no procs")
     stem = sanitize(args.name or Path(args.file).stem)
+    if args.target == "cuda":
+        return _compile_cuda(chosen, stem, Path(args.output))
     try:
         unit = generate_unit(stem, [p.ir() for p in chosen])
     except CurschedError as e:
@@ -69,6 +73,24 @@ def _compile(args: argparse.Namespace) -> int:
     (out / f"{stem}.c").write_text(unit.c_source)
     (out / f"{stem}.h").write_text(unit.h_source)
     print(f"wrote {out / stem}.c and {out / stem}.h ({', '.join(p.name() for p in chosen)})")
+    return 0
+
+
+def _compile_cuda(chosen: list[Proc], stem: str, out: Path) -> int:
+    from cursched.codegen.cuda import generate_cuda
+
+    texts: list[tuple[Path, str]] = []
+    for p in chosen:
+        try:
+            src = generate_cuda(p.ir()).source
+        except CurschedError as e:
+            raise CliError(str(e).splitlines()[0]) from None
+        name = f"{stem}.cu" if len(chosen) == 1 else f"{stem}_{p.name()}.cu"
+        texts.append((out / name, src))
+    out.mkdir(parents=True, exist_ok=True)
+    for path, src in texts:
+        path.write_text(src)
+    print(f"wrote {', '.join(str(t[0]) for t in texts)}")
     return 0
 
 
@@ -105,6 +127,12 @@ def parser() -> argparse.ArgumentParser:
         help="compile only these procs (and what they call); may be repeated",
     )
     c.add_argument("--name", metavar="STEM", help="file stem of the outputs (default: FILE)")
+    c.add_argument(
+        "--target",
+        choices=("c", "cuda"),
+        default="c",
+        help="c: a .c/.h pair (default); cuda: the .cu text of each proc's kernels",
+    )
     c.set_defaults(run=_compile)
     s = sub.add_parser(
         "show", help="print a proc", description="Run a schedule file and print one of its procs."

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from cursched import (
     scope,
 )
 from cursched.analysis.races import MissingBarrierError
+from cursched.cli import main
 from cursched.codegen.cuda import (
     BarrierDivergenceError,
     ThreadOrderError,
@@ -339,3 +341,15 @@ def test_on_the_gpu() -> None:
     np.testing.assert_array_equal(
         cupy.asnumpy(y), np.arange(128, dtype=np.float32).reshape(2, 64)[:, ::-1].reshape(-1)
     )
+
+
+def test_cli_compile_target_cuda(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    example = Path(__file__).with_name("cuda_example.py")
+    assert main(["compile", str(example), "-o", str(tmp_path), "--target", "cuda"]) == 0
+    text = (tmp_path / "cuda_example.cu").read_text()
+    assert 'extern "C" __global__ void __launch_bounds__(32) double_(' in text
+    assert "cuda_example.cu" in capsys.readouterr().out
+    # a C schedule file has no kernel: one line, exit 1
+    c_file = Path(__file__).with_name("schedule_example.py")
+    assert main(["compile", str(c_file), "-o", str(tmp_path), "--target", "cuda"]) == 1
+    assert "cursched: error:" in capsys.readouterr().err
