@@ -77,3 +77,9 @@ def test_on_the_gpu(script: ModuleType, scheduled: Proc) -> None:
     if not script.gpu_available():
         pytest.skip("no GPU")
     assert script.check(scheduled.compile(target="cuda"), 100, 77, 130, gpu=True) <= 1e-4
+
+
+def test_benchmark_runs_without_a_gpu() -> None:
+    out = run_file(ROOT / "benchmarks" / "cuda.py")
+    assert "emulated sgemm 100x77x130" in out
+    assert "no GPU" in out or "cuBLAS" in out
