@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     import cupy
 
     f = p.compile(target="cuda")
-    print(f"{'size':>6} {'cursched ms':>12} {'cuBLAS ms':>10} {'cursched/cuBLAS':>16} {'GFLOP/s':>8}")
+    print(
+        f"{'size':>6} {'cursched ms':>12} {'cuBLAS ms':>10} {'cursched/cuBLAS':>16} {'GFLOP/s':>8}"
+    )
     for n in (int(s) for s in args.sizes.split(",")):
         rng = np.random.default_rng(0)
         a = cupy.asarray(rng.standard_normal((n, n)).astype(np.float32))
