@@ -29,6 +29,12 @@ CUDA_RESERVED = frozenset(
 PREAMBLE = """\
 #if defined(__CUDACC_RTC__)
 typedef long long int_fast64_t;
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
 #else
 #include <stdint.h>
 #include <math.h>
