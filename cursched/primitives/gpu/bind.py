@@ -175,10 +175,11 @@ def bind_loop(
         The loop keeps its identity (``loop`` forwards to the bound loop). Nothing dies.
 
     Example:
-        ``bind_loop(p, "t", "threadIdx.x")`` inside ``with scope("k", target="cuda")``::
+        ``bind_loop(p, "t", "threadIdx.x")``::
 
-            for t in seq(0, 64):      ->    for t in par(0, 64, axis="threadIdx.x"):
-                y[t] = x[t]                     y[t] = x[t]
+            with scope("k", target="cuda"):  ->  with scope("k", target="cuda"):
+                for t in seq(0, 64):                 for t in par(0, 64, axis="threadIdx.x"):
+                    y[t] = x[t]                          y[t] = x[t]
     """
     ir, path = proc.ir(), loop.path()
     ax = _check_axis(axis, loop)
