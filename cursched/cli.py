@@ -4,6 +4,7 @@ Usage::
 
     cursched compile FILE.py [-o DIR] [--proc NAME ...] [--name STEM] [--target c|cuda]
     cursched show FILE.py:NAME
+    cursched cache prune [--max-size SIZE] [--max-age DAYS]
 
 ``compile`` runs FILE.py (with ``runpy``, as ``__main__`` is not set: the file's
 ``if __name__ == "__main__":`` block does not run) and writes one ``.c``/``.h`` pair holding
@@ -139,7 +140,46 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("target", metavar="FILE.py:NAME", help="the file and the proc's name")
     s.set_defaults(run=_show)
+    _add_cache_command(sub)
     return ap
+
+
+def _add_cache_command(sub: Any) -> None:
+    """``cursched cache prune [--max-size SIZE] [--max-age DAYS]`` (the build cache)."""
+    cache = sub.add_parser(
+        "cache", help="manage the build cache", description="Manage the C build cache."
+    )
+    actions = cache.add_subparsers(dest="cache_command", required=True, metavar="ACTION")
+    pr = actions.add_parser(
+        "prune",
+        help="remove old or least recently used libraries",
+        description="Remove cached libraries older than --max-age, then the least recently"
+        " used until the cache takes at most --max-size (default: the size cap,"
+        " CURSCHED_CACHE_MAX_BYTES or 1G).",
+    )
+    pr.add_argument("--max-size", metavar="SIZE", help="e.g. 200M, 1G, 0 (empty the cache)")
+    pr.add_argument("--max-age", type=float, metavar="DAYS", help="remove entries older")
+    pr.set_defaults(run=_cache_prune)
+
+
+def _cache_prune(args: argparse.Namespace) -> int:
+    from cursched.codegen.build import cache_dir
+    from cursched.codegen.cache import max_bytes_setting, parse_bytes, prune
+
+    try:
+        size = max_bytes_setting() if args.max_size is None else parse_bytes(args.max_size)
+    except ValueError:
+        raise CliError(f"--max-size: not a size: {args.max_size!r}") from None
+    if args.max_age is not None and args.max_age < 0:
+        raise CliError("--max-age: days cannot be negative")
+    age = None if args.max_age is None else args.max_age * 86400.0
+    d = cache_dir()
+    r = prune(d, max_bytes=size, max_age_seconds=age)
+    print(
+        f"{d}: removed {len(r.removed)} libraries ({r.freed} bytes), kept {r.kept}"
+        f" ({r.kept_bytes} bytes)"
+    )
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

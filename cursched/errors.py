@@ -13,6 +13,8 @@ The hierarchy (DESIGN.md, contract 10)::
         PatternError        a pattern that is malformed or matches nothing
       CodegenError          the IR cannot be expressed in the target language
       BuildError            the system compiler failed (its output attached)
+      AliasError            overlapping call arguments a callee cannot take
+      AllocationError       a buffer too large to allocate (also a ``MemoryError``)
       ArgumentError         a compiled or interpreted proc was called with bad arguments
       InterpreterError      the reference interpreter hit a failing assert or an
                             out-of-bounds access
@@ -112,6 +114,18 @@ class BuildError(CurschedError):
         if output:
             text += "\n" + output
         super().__init__(text)
+
+
+class AliasError(CurschedError):
+    """A call passes two arguments that may overlap while the callee writes one of them, and
+    the callee may access them out of its body's order (docs/semantics.md, "Aliasing").
+    Raised as ``CallAliasError`` (definition), ``CodegenAliasError`` (C generation) or
+    ``ReplaceAliasError`` (``replace``)."""
+
+
+class AllocationError(CurschedError, MemoryError):
+    """A buffer could not be allocated: its size overflows, or the allocation failed (the
+    interpreter checks before allocating, compiled code checks ``malloc``'s result)."""
 
 
 class ArgumentError(CurschedError):

@@ -228,10 +228,11 @@ def proc(fn: Callable[..., Any]) -> Proc:
     The function is never executed. Free names resolve in the function's defining scope
     (its globals and closure): constants, other procs and memories.
     """
+    from cursched.analysis.aliasing import check_call_aliasing
     from cursched.analysis.bounds import check_bounds
     from cursched.frontend import parse_function
 
-    return Proc(check_bounds(parse_function(fn)))
+    return Proc(check_call_aliasing(check_bounds(parse_function(fn))))
 
 
 def instr(c_template: str, c_global: str = "") -> Callable[[Callable[..., Any]], Proc]:
