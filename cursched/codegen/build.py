@@ -267,7 +267,9 @@ def elf_complete(data: bytes) -> bool:
     if end > len(data):
         return False
     for k in range(phnum):
-        offset, filesz = struct.unpack_from("<Q24xQ", data, phoff + k * phentsize + 8)
+        # Elf64_Phdr: p_type, p_flags (4 bytes each), p_offset @8, p_vaddr @16, p_paddr @24,
+        # p_filesz @32, p_memsz @40: the file holds p_filesz bytes (a .bss is memsz only)
+        offset, filesz = struct.unpack_from("<Q16xQ", data, phoff + k * phentsize + 8)
         if offset + filesz > len(data):
             return False
     return True

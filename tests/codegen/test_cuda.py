@@ -353,3 +353,19 @@ def test_cli_compile_target_cuda(tmp_path: Path, capsys: pytest.CaptureFixture[s
     c_file = Path(__file__).with_name("schedule_example.py")
     assert main(["compile", str(c_file), "-o", str(tmp_path), "--target", "cuda"]) == 1
     assert "cursched: error:" in capsys.readouterr().err
+
+
+def test_elf_check_reads_file_sizes_not_memory_sizes(tmp_path: Path) -> None:
+    # the emulation's __shared__ arrays are static: a .bss larger than the file, which a
+    # check reading p_memsz instead of p_filesz took for a truncated library
+    import subprocess
+
+    from cursched.codegen.build import elf_complete
+
+    src = tmp_path / "bss.c"
+    src.write_text("static float big[1 << 16];\nfloat *get(void) { return big; }\n")
+    lib = tmp_path / "bss.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    data = lib.read_bytes()
+    assert elf_complete(data)
+    assert not elf_complete(data[: len(data) // 2])

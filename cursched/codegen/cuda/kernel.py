@@ -148,6 +148,7 @@ class KernelGen(FunctionGen):
         self.callee_name = callee_name
         self.params = cuda_params(p, self.names)
         self.par_depth = 0
+        self.open_blocks: list[tuple[list[str], bool]] = []
         for cp in self.params:
             self._bind_arg(cp)
         self.layout: KernelLayout = kernel_layout(scope)
@@ -303,9 +304,7 @@ class KernelGen(FunctionGen):
         count = 1
         for e in t.shape[drop:]:
             count *= int(e.value)  # type: ignore[union-attr]
-        if not shape:
-            self.ex.bufs[s.sym] = Buffer(t.elem, f"&{name}", strides, name)
-            return [f"{ind}{qual}{ct} {name};"]
+        # (every dimension dropped: one element per thread, an array of one)
         return [f"{ind}{qual}{ct} {name}[{count}];"]
 
     def _kcall(self, s: Call, ind: str) -> list[str]:
