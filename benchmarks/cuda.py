@@ -1,5 +1,6 @@
-"""GPU benchmark: cursched's CUDA sgemm (sched/cuda_sgemm.py) against cupy's matmul (cuBLAS),
-measured in the same run, best of N, printed as ratios.
+"""GPU benchmark: cursched's CUDA sgemm (sched/cuda_sgemm.py) against cupy's matmul (cuBLAS)
+and its flash attention (sched/cuda_flash_attention.py) against torch's
+scaled_dot_product_attention, measured in the same run, best of N, printed as ratios.
 
 Run it with ``python benchmarks/cuda.py [--sizes 1024,2048] [--repeat 20]``. Without a GPU
 (cupy missing or ``cupy.is_available()`` false) it says so and exits 0; the kernels are still
@@ -82,6 +83,37 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         gflops = 2 * n**3 / ours / 1e9
         print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>10.3f} {ours / ref:>16.2f} {gflops:>8.0f}")
+    return _attention(args.repeat)
+
+
+def _attention(repeat: int) -> int:
+    """Flash attention (head dimension 64) against torch SDPA, when torch sees the GPU."""
+    import cupy
+
+    fa = _load("cuda_flash_attention")
+    f = fa.schedule_flash(fa.attention).compile(target="cuda")
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("torch has no CUDA device: flash attention timed without a peer")
+    print(f"{'seq':>6} {'cursched ms':>12} {'torch SDPA ms':>14} {'cursched/torch':>15}")
+    for n in (1024, 4096):
+        x = fa.inputs(n, n)
+        q, k, v = (cupy.asarray(x[c]) for c in "QKV")
+        o, lse = cupy.empty((n, 64), cupy.float32), cupy.empty(n, cupy.float32)
+        ours = _time_gpu(lambda q=q, k=k, v=v, o=o, lse=lse, n=n: f(n, n, q, k, v, o, lse), repeat)
+        if torch is None or not torch.cuda.is_available():
+            print(f"{n:>6} {ours * 1e3:>12.3f} {'-':>14} {'-':>15}")
+            continue
+        tq, tk, tv = (torch.as_tensor(a, device="cuda")[None, None] for a in (q, k, v))
+        ref = _time_gpu(
+            lambda tq=tq, tk=tk, tv=tv: F.scaled_dot_product_attention(tq, tk, tv, scale=1.0),
+            repeat,
+        )
+        print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>14.3f} {ours / ref:>15.2f}")
     return 0
 
 
