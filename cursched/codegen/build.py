@@ -267,9 +267,9 @@ def elf_complete(data: bytes) -> bool:
     if end > len(data):
         return False
     for k in range(phnum):
-        # Elf64_Phdr: p_type, p_flags (4 bytes each), p_offset @8, p_vaddr @16, p_paddr @24,
-        # p_filesz @32, p_memsz @40: the file holds p_filesz bytes (a .bss is memsz only)
-        offset, filesz = struct.unpack_from("<Q16xQ", data, phoff + k * phentsize + 8)
+        offset, filesz = struct.unpack_from(
+            "<Q16xQ", data, phoff + k * phentsize + 8
+        )  # p_offset, p_filesz
         if offset + filesz > len(data):
             return False
     return True
