@@ -34,6 +34,7 @@ from cursched.errors import (
     TypeCheckError,
     TypeMismatchError,
 )
+from cursched.ir.barrier import SYNC_THREADS as _SYNC_THREADS
 from cursched.ir.config import config
 from cursched.ir.memory import (
     DRAM,
@@ -47,6 +48,9 @@ from cursched.ir.memory import (
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
 from cursched.primitives.registry import Verdict, can
 from cursched.proc import Proc, instr, proc
+
+sync_threads = Proc(_SYNC_THREADS)
+"""The CUDA block barrier ``sync_threads()`` (``__syncthreads()``); see ``insert_barriers``."""
 
 try:
     __version__ = _version("cursched")
@@ -91,6 +95,7 @@ __all__ = [
     "config",
     "instr",
     "proc",
+    "sync_threads",
 ]
 # every primitive, and PrimCursors, as `cursched.primitives` lists them
 __all__ += _primitives.__all__

@@ -39,6 +39,7 @@ from cursched.ir.nodes import (
     Reduce,
     Stmt,
     WindowExpr,
+    WindowStmt,
 )
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr, print_proc, print_stmt
@@ -343,7 +344,11 @@ def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | N
         start = k if last else k + 1
         tail = node.body[start:]
         for s in head:
-            defined |= defined_syms(s)
+            # only what a statement of this body declares is visible after it: the loop
+            # variables and allocations of nested blocks are scoped to them (stage_mem's
+            # load and store nests share their loop variables)
+            if isinstance(s, Alloc | WindowStmt):
+                defined.add(s.sym)
         late.extend(tail)
         # windows declared earlier in this body are visible to both parts
         head_ctx = context_of(p, (*path, ("body", 0)))
