@@ -4,6 +4,7 @@ Usage::
 
     cursched compile FILE.py [-o DIR] [--proc NAME ...] [--name STEM]
     cursched show FILE.py:NAME
+    cursched tune FILE.py [--budget N] [--db FILE.sqlite] ...   (see ``cursched.tune.cli``)
 
 ``compile`` runs FILE.py (with ``runpy``, as ``__main__`` is not set: the file's
 ``if __name__ == "__main__":`` block does not run) and writes one ``.c``/``.h`` pair holding
@@ -21,6 +22,8 @@ from typing import Any
 
 from cursched.errors import CurschedError
 from cursched.proc import Proc
+from cursched.tune.cli import TuneCliError
+from cursched.tune.cli import add_parser as add_tune_parser
 
 
 class CliError(Exception):
@@ -111,7 +114,12 @@ def parser() -> argparse.ArgumentParser:
     )
     s.add_argument("target", metavar="FILE.py:NAME", help="the file and the proc's name")
     s.set_defaults(run=_show)
+    _add_tune(sub)
     return ap
+
+
+def _add_tune(sub: Any) -> None:
+    add_tune_parser(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         status: int = args.run(args)
-    except CliError as e:
+    except (CliError, TuneCliError) as e:
         print(f"cursched: error: {e}", file=sys.stderr)
         return 1
     return status
