@@ -319,7 +319,8 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
             inputs=tuple(bound.arguments[p] for p in params[:n_pos]),
             kw_inputs=tuple((p, bound.arguments[p]) for p in params[n_pos:] if p in passed),
             fmap=rw.fmap,
-            results=tuple(rw.fields.items()),
+            # in the dataclass's field order, which unpacking in history() follows
+            results=tuple((f.name, rw.fields[f.name]) for f in fields(rw.cursors)),  # type: ignore[arg-type]
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:

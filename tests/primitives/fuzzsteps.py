@@ -470,6 +470,10 @@ def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, *pick(data, same if len(same) > 0 and data.draw(st.integers(0, 3)) > 0 else pairs))
 
 
+def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _one_loop,
@@ -520,6 +524,7 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "fold_into_reduce": _fold_into_reduce,
     "lift_reduce_constant": _lift_reduce_constant,
     "scan_fuse": _scan_fuse,
+    "split_scan": _split_scan,
 }
 
 # where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)
