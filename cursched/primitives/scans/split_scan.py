@@ -13,18 +13,18 @@ from cursched.analysis import affine as af
 from cursched.analysis.checks import NotDivisibleError, check_divides
 from cursched.cursors import AllocCursor, Editor, ForCursor, NodeLoc, NoLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadNameError
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import Alloc, Assign, BinOp, Const, Expr, Extern, For, If, Read, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL, INDEX, DataType, TensorType
+from cursched.primitives.arguments import check_new_name
 from cursched.primitives.loops.loop_common import (
     expr_of,
     int_const,
     rename_stmt,
     subst_simplify,
 )
-from cursched.primitives.loops.loop_wrap import valid_name
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.primitives.scans.split_scan_checks import (
     PRIMITIVE,
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 
-class SplitScanNameError(SchedulingError):
+class SplitScanNameError(BadNameError):
     """split_scan, precondition 8: a new loop name is not an identifier."""
 
 
@@ -289,8 +289,10 @@ def split_scan(
         raise fail(SplitScanChunkError, PRIMITIVE, f"chunk {chunk!r} is not a positive int", loop)
     L = loop.loop()
     names = names or (f"{L.iter.name}o", f"{L.iter.name}i")
-    if len(names) != 2 or not all(valid_name(n) for n in names):
-        raise fail(SplitScanNameError, PRIMITIVE, f"bad loop names {names!r}", loop)
+    if len(names) != 2:
+        raise fail(SplitScanNameError, PRIMITIVE, f"two loop names are needed, not {names!r}", loop)
+    for new_name in names:
+        check_new_name(new_name, PRIMITIVE, SplitScanNameError, loop, what="loop name")
     shape = analyse(loop)
     try:
         check_divides(proc.ir(), loop.path(), chunk, BinOp("-", L.hi, L.lo, INDEX))
