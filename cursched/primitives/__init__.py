@@ -79,6 +79,7 @@ from cursched.primitives.registry import PrimCursors, primitive, settings
 from cursched.primitives.scans import (
     scan_fuse,
     split_scan,
+    tree_scan,
 )
 
 __all__ = [
@@ -143,6 +144,7 @@ __all__ = [
     "split_scan",
     "split_write",
     "stage_mem",
+    "tree_scan",
     "unroll_buffer",
     "unroll_loop",
     "unscope",

@@ -548,6 +548,7 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "insert_barrier": _insert_barrier,
     "insert_barriers": _a_scope,
     "split_scan": _split_scan,
+    "tree_scan": _one_loop,
 }
 
 # where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)

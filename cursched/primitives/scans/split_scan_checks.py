@@ -346,3 +346,14 @@ def _fold(e: Expr) -> Expr:
 
 def _is(e: Expr, v: float) -> bool:
     return isinstance(e, Const) and not isinstance(e.value, bool) and e.value == v
+
+
+class TreeScanSizeError(BadArgumentError):
+    """tree_scan, precondition 1: the loop does not run a constant power-of-two number of
+    iterations from 0."""
+
+
+class TreeScanFormError(ShapeMismatchError):
+    """tree_scan, precondition 2: the body is not an associative update followed by one
+    write of the inclusive value ``y[i + c] = h`` (exclusive writes, linear recurrences and
+    other statements have no tree form here)."""
