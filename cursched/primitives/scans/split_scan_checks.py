@@ -26,7 +26,7 @@ from typing import Literal
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.cursors import ForCursor
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, DependenceError, ShapeMismatchError
 from cursched.ir.nodes import Assign, BinOp, Const, Expr, Extern, For, Read, Reduce, Stmt, USub
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
@@ -41,35 +41,35 @@ Op = Literal["+", "*", "max", "min", "linear"]
 _MONOID_EXTERNS: dict[str, Op] = {"fmax": "max", "fmaxf": "max", "fmin": "min", "fminf": "min"}
 
 
-class SplitScanChunkError(SchedulingError):
+class SplitScanChunkError(BadArgumentError):
     """split_scan, precondition 1: the chunk is not a positive integer constant."""
 
 
-class SplitScanLoopError(SchedulingError):
+class SplitScanLoopError(ShapeMismatchError):
     """split_scan, precondition 2: the loop is not a sequential loop."""
 
 
-class SplitScanUpdateError(SchedulingError):
+class SplitScanUpdateError(ShapeMismatchError):
     """split_scan, precondition 3: the body has no update, or several, of one scalar."""
 
 
-class SplitScanBodyError(SchedulingError):
+class SplitScanBodyError(ShapeMismatchError):
     """split_scan, precondition 4: a statement is neither the update nor a write of the
     running value (``out[f(i)] = h``)."""
 
 
-class SplitScanRunningReadError(SchedulingError):
+class SplitScanRunningReadError(DependenceError):
     """split_scan, precondition 5: the running value is read elsewhere than in its update
     and the writes of it (an operand depends on it)."""
 
 
-class SplitScanOutputError(SchedulingError):
+class SplitScanOutputError(ShapeMismatchError):
     """split_scan, precondition 6: an output write's index is not affine in the loop
     variable with a nonzero coefficient, or the output is read or written by another
     statement of the loop (each iteration must own its element)."""
 
 
-class SplitScanNotAssociativeError(SchedulingError):
+class SplitScanNotAssociativeError(ShapeMismatchError):
     """split_scan, precondition 7: the update is neither an associative operator nor a
     linear recurrence (rule table, then SMT)."""
 
