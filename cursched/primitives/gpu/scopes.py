@@ -10,7 +10,12 @@ from cursched.analysis.kernels import scope_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import ScopeCursor, StmtCursor
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    BadNameError,
+    ScopeError,
+    ShapeMismatchError,
+)
 from cursched.ir.nodes import For, ProcDef, Scope
 from cursched.ir.traversal import walk_stmts
 from cursched.primitives.loops.loop_wrap import escaping_names
@@ -22,23 +27,23 @@ TARGETS = ("cuda",)
 # ------------------------------------------------------------------------------------ scope
 
 
-class ScopeNameError(SchedulingError):
+class ScopeNameError(BadNameError):
     """scope, precondition 1: the name is not a non-empty string."""
 
 
-class ScopeNameTakenError(SchedulingError):
+class ScopeNameTakenError(BadNameError):
     """scope, precondition 2: another scope of the proc has that name."""
 
 
-class ScopeTargetError(SchedulingError):
+class ScopeTargetError(BadArgumentError):
     """scope, precondition 3: the target is neither None nor ``"cuda"``."""
 
 
-class ScopeNestedKernelError(SchedulingError):
+class ScopeNestedKernelError(ShapeMismatchError):
     """scope, precondition 4: a cuda scope would enclose or sit inside another cuda scope."""
 
 
-class ScopeEscapeError(SchedulingError):
+class ScopeEscapeError(ScopeError):
     """scope, precondition 5: the block declares names that statements after it use."""
 
 
@@ -139,11 +144,11 @@ def scope(
 # ---------------------------------------------------------------------------------- unscope
 
 
-class NotAScopeError(SchedulingError):
+class NotAScopeError(ShapeMismatchError):
     """unscope, precondition 1: the statement is not a scope."""
 
 
-class UnscopeBoundLoopsError(SchedulingError):
+class UnscopeBoundLoopsError(ShapeMismatchError):
     """unscope, precondition 2: a cuda scope holds loops bound to CUDA axes."""
 
 
