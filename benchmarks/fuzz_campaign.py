@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from cursched import Proc
 from cursched.primitives import settings as prim_settings
 from tests.primitives import fuzzsteps
 from tests.primitives.fuzzcompile import compare_compiled
@@ -87,7 +88,7 @@ def main() -> None:
         compiled_n += len(pending)
         for m in found:
             text, log = next((t, lg) for t, lg, p in pending if p.ir() is m.proc)  # type: ignore[attr-defined]
-            mismatches.append(f"{m}\n{text}\n{log}\n{m.proc}")
+            mismatches.append(f"{m}\n{text}\n{log}\ngave\n{Proc(m.proc)}")
             print(f"MISMATCH {len(mismatches)}: {m}", flush=True)
         pending.clear()
 

@@ -34,9 +34,9 @@ from cursched.cursors import (
     StmtCursor,
     WindowStmtCursor,
 )
-from cursched.ir.nodes import Assign, Read, Reduce, Stmt
+from cursched.ir.nodes import Assign, BinOp, For, Read, Reduce, Stmt
 from cursched.ir.printer import print_expr
-from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr
+from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr, walk_stmts
 from cursched.ir.types import TensorType
 from tests.primitives.fuzzgen import HELPERS
 
@@ -187,10 +187,6 @@ def _fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, *_pair(p, (ForCursor, IfCursor), data))
 
 
-def _join(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, *_pair(p, (ForCursor,), data))
-
-
 def _cut(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, pick(data, loops(p)), data.draw(st.sampled_from(LOOP_BOUNDS)))
 
@@ -317,6 +313,15 @@ def _delete_buffer(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 def _reuse_buffer(f: Any, p: Proc, data: st.DataObject) -> Any:
     allocs = of(p, AllocCursor)
+    # a later allocation of the same type in the same block (the first may be dead by then)
+    fit = [
+        (a, b)
+        for i, a in enumerate(allocs)
+        for b in allocs[i + 1 :]
+        if a.parent().node() is b.parent().node() and a.node().type == b.node().type
+    ]
+    if fit and data.draw(st.integers(0, 3)) > 0:
+        return f(p, *pick(data, fit))
     return f(p, pick(data, allocs), pick(data, allocs))
 
 
@@ -395,12 +400,55 @@ def _binops(p: Proc, data: st.DataObject) -> ExprCursor:
     return pick(data, [e for e in data_exprs(p) if e.node().__class__.__name__ == "BinOp"])  # type: ignore[no-any-return]
 
 
+def _mostly(data: st.DataObject, fit: list[Any], fallback: list[Any]) -> Any:
+    """A target from ``fit`` (those likely to be accepted) three times in four, else from
+    ``fallback`` (so that the refusals stay exercised)."""
+    return pick(data, fit if fit and data.draw(st.integers(0, 3)) > 0 else fallback)
+
+
+def _uses(body: tuple[Stmt, ...], sym: Any) -> bool:
+    for s in walk_stmts(body):
+        for root in stmt_exprs(s):
+            if any(isinstance(e, Read) and e.sym is sym for e in walk_expr(root)):
+                return True
+    return False
+
+
+def _reorder_loops(f: Any, p: Proc, data: st.DataObject) -> Any:
+    # a perfect nest: the loop's body is one loop
+    fit = [c for c in loops(p) if len(c.node().body) == 1 and isinstance(c.node().body[0], For)]
+    return f(p, _mostly(data, fit, loops(p)))
+
+
+def _remove_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
+    # a body that does not use the loop variable (it may still not be idempotent)
+    fit = [c for c in loops(p) if not _uses(c.node().body, c.node().iter)]
+    return f(p, _mostly(data, fit, loops(p)))
+
+
+def _join_loops(f: Any, p: Proc, data: st.DataObject) -> Any:
+    pairs = [(s, s.next()) for s in of(p, ForCursor) if isinstance(s.next(), ForCursor)]
+    fit = [
+        (a, b)
+        for a, b in pairs
+        if print_expr(a.node().hi) == print_expr(b.node().lo)
+        and len(a.node().body) == len(b.node().body)
+    ]
+    return f(p, *_mostly(data, fit, pairs))
+
+
+def _same_op_rhs(e: ExprCursor) -> bool:
+    n = e.node()
+    return isinstance(n, BinOp) and isinstance(n.rhs, BinOp) and n.rhs.op == n.op
+
+
 def _commute(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, [_binops(p, data)])
 
 
 def _reassociate(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, _binops(p, data))
+    binops = [e for e in data_exprs(p) if isinstance(e.node(), BinOp)]
+    return f(p, _mostly(data, [e for e in binops if _same_op_rhs(e)], binops))
 
 
 def _rewrite_expr(f: Any, p: Proc, data: st.DataObject) -> Any:
@@ -438,10 +486,14 @@ def _all_twos(p: Proc) -> list[BlockCursor]:
 
 def _merge_writes(f: Any, p: Proc, data: st.DataObject) -> Any:
     w = (AssignCursor, ReduceCursor)
-    fit = [s.expand(0, 1) for s in of(p, *w) if isinstance(s.next(), w)]
-    return f(
-        p, pick(data, fit if len(fit) > 0 and data.draw(st.integers(0, 3)) > 0 else _all_twos(p))
-    )
+    fit = [s for s in of(p, *w) if isinstance(s.next(), w)]
+
+    def same_place(s: Any) -> bool:  # two writes of one element: what merge_writes merges
+        a, b = s.node(), s.next().node()
+        return a.sym is b.sym and [print_expr(i) for i in a.idx] == [print_expr(i) for i in b.idx]
+
+    best = [s.expand(0, 1) for s in fit if same_place(s)]
+    return f(p, _mostly(data, best or [s.expand(0, 1) for s in fit], _all_twos(p)))
 
 
 def _fold_into_reduce(f: Any, p: Proc, data: st.DataObject) -> Any:
@@ -472,16 +524,16 @@ def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
-    "reorder_loops": _one_loop,
+    "reorder_loops": _reorder_loops,
     "fission": _fission,
     "fuse": _fuse,
     "unroll_loop": _one_loop,
     "cut_loop": _cut,
     "shift_loop": _shift,
-    "join_loops": _join,
+    "join_loops": _join_loops,
     "mult_loops": _mult,
     "lift_scope": _lift_scope,
-    "remove_loop": _one_loop,
+    "remove_loop": _remove_loop,
     "add_loop": _add_loop,
     "specialize": _specialize,
     "eliminate_dead_code": _scope_stmt,
