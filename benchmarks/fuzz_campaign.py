@@ -27,6 +27,7 @@ import argparse
 import collections
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -45,6 +46,10 @@ from tests.primitives.fuzzgen import proc_text
 from tests.primitives.test_soundness_fuzz import run_schedule
 
 
+class TimeUp(BaseException):
+    """The campaign's time is up (a BaseException: hypothesis lets it through unshrunk)."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("examples", type=int, nargs="?", default=2000)
@@ -54,6 +59,9 @@ def main() -> None:
         "--compile-every", type=int, default=10, help="compile one schedule in N (default 10)"
     )
     ap.add_argument("--batch", type=int, default=40, help="procs per C unit (default 40)")
+    ap.add_argument(
+        "--time-limit", type=float, default=0, help="stop after this many seconds (0: none)"
+    )
     ap.add_argument(
         "--min-accepted",
         type=float,
@@ -70,6 +78,7 @@ def main() -> None:
     accepted: collections.Counter[str] = collections.Counter()
     refused: collections.Counter[str] = collections.Counter()
     runs = 0
+    t0 = time.time()
     pending: list[tuple[str, str, object]] = []  # (text, log, proc) waiting to be compiled
     compiled_n = 0
     mismatches: list[str] = []
@@ -102,6 +111,8 @@ def main() -> None:
     @given(text=proc_text(), data=st.data())
     def campaign(text: str, data: st.DataObject) -> None:
         nonlocal runs
+        if args.time_limit and time.time() - t0 > args.time_limit:
+            raise TimeUp
         runs += 1
         if runs % 500 == 0:
             print(f"{runs} schedules, {sum(accepted.values())} steps accepted", flush=True)
@@ -135,8 +146,15 @@ def main() -> None:
                 if len(pending) >= args.batch:
                     flush()
 
-    t0 = time.time()
-    campaign()
+
+    def stop(signum: int, frame: object) -> None:
+        raise TimeUp
+
+    signal.signal(signal.SIGTERM, stop)  # kill PID: stop, and print what was found so far
+    try:
+        campaign()
+    except (TimeUp, KeyboardInterrupt):
+        print(f"stopped after {runs} schedules", flush=True)
     flush()
     print(f"\n{runs} schedules in {time.time() - t0:.0f} s (seed {args.seed})")
     print(f"compiled and compared: {compiled_n} schedules; mismatches: {len(mismatches)}")

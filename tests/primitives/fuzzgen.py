@@ -244,10 +244,11 @@ def block(draw: st.DrawFn, sc: Scope, names: Names, lo: int = 1, hi: int = 3) ->
 
 
 @st.composite
-def shaped(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
-    """Shapes that particular primitives look for (most random code never has them)."""
+def shaped(draw: st.DrawFn, sc: Scope, names: Names, kind: str | None = None) -> list[str]:
+    """Shapes that particular primitives look for (most random code never has them);
+    ``kind`` forces one."""
     pad = "    "
-    kind = draw(
+    kind = kind or draw(
         st.sampled_from(
             [
                 "twins",
@@ -480,6 +481,11 @@ def proc_text(draw: st.DrawFn) -> str:
         body += draw(loop_nest(sc, names) if draw(st.integers(0, 3)) else stmt(sc, names))
     if draw(st.integers(0, 4)) == 0:
         body = draw(scan_pair(names)) + body
+    if draw(st.integers(0, 3)) == 0:
+        # the shapes of the primitives most rarely accepted (join_loops, reuse_buffer,
+        # merge_writes: issue 11), at the top level where their steps find them
+        rare = draw(st.sampled_from(["halves", "reuse", "double"]))
+        body += draw(shaped(sc, names, rare))
     lines = [
         "def fz(n: size, m: size, x: f32[n + 8] @ DRAM, y: f32[n + 8] @ DRAM, "
         "z: f32[4, n + 8] @ DRAM, s: f32 @ DRAM):",
