@@ -146,7 +146,6 @@ def main() -> None:
                 if len(pending) >= args.batch:
                     flush()
 
-
     def stop(signum: int, frame: object) -> None:
         raise TimeUp
 
