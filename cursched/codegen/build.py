@@ -267,7 +267,9 @@ def elf_complete(data: bytes) -> bool:
     if end > len(data):
         return False
     for k in range(phnum):
-        offset, filesz = struct.unpack_from("<Q24xQ", data, phoff + k * phentsize + 8)
+        offset, filesz = struct.unpack_from(
+            "<Q16xQ", data, phoff + k * phentsize + 8
+        )  # p_offset, p_filesz
         if offset + filesz > len(data):
             return False
     return True

@@ -46,6 +46,8 @@ class CUnit:
     c_source: str
     h_source: str
     roots: tuple[CFunction, ...]
+    #: ``(feature, memory)`` pairs: CPU features the unit's memories need (``Memory.requires``).
+    requires: tuple[tuple[str, str], ...] = ()
 
 
 def _procs_post_order(roots: Iterable[ProcDef]) -> list[ProcDef]:
@@ -65,6 +67,16 @@ def _procs_post_order(roots: Iterable[ProcDef]) -> list[ProcDef]:
     for r in roots:
         visit(r)
     return out
+
+
+def _memories(procs: list[ProcDef]) -> list[type[Memory]]:
+    mems: list[type[Memory]] = []
+    for p in procs:
+        found = [a.mem for a in p.args if a.mem is not None]
+        if p.instr is None:
+            found += [s.mem for s in walk_stmts(p.body) if isinstance(s, Alloc)]
+        mems += [m for m in found if m not in mems]
+    return mems
 
 
 def _globals(procs: list[ProcDef]) -> list[str]:
@@ -156,7 +168,8 @@ def generate_unit(name: str, roots: Iterable[ProcDef], entry: bool = False) -> C
     if entry:
         parts.append(_entry_text(root_funcs))
     c = "\n\n".join(parts) + "\n"
-    return CUnit(name, c, h, root_funcs)
+    requires = tuple((f, f"memory {m.name()}") for m in _memories(reached) for f in m.requires)
+    return CUnit(name, c, h, root_funcs, requires)
 
 
 _ENTRY_HEAD = """\
