@@ -35,7 +35,7 @@ from cursched.cursors import (
     StmtCursor,
     WindowStmtCursor,
 )
-from cursched.ir.nodes import Assign, BinOp, For, Read, Reduce, Stmt
+from cursched.ir.nodes import CUDA_AXES, Assign, BinOp, For, Read, Reduce, Stmt
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr, walk_stmts
 from cursched.ir.types import TensorType
@@ -545,6 +545,28 @@ def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, *pick(data, same if len(same) > 0 and data.draw(st.integers(0, 3)) > 0 else pairs))
 
 
+def _scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    name = data.draw(st.sampled_from(["k", "region"]))
+    return f(p, a_block(p, data), name, target=data.draw(st.sampled_from([None, "cuda"])))
+
+
+def _a_scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, ScopeCursor)))
+
+
+def _bind_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(CUDA_AXES)))
+
+
+def _insert_barrier(f: Any, p: Proc, data: st.DataObject) -> Any:
+    s = pick(data, stmts(p))
+    return f(p, s.after() if data.draw(st.booleans()) else s.before())
+
+
+def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _reorder_loops,
@@ -595,6 +617,12 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "fold_into_reduce": _fold_into_reduce,
     "lift_reduce_constant": _lift_reduce_constant,
     "scan_fuse": _scan_fuse,
+    "scope": _scope,
+    "unscope": _a_scope,
+    "bind_loop": _bind_loop,
+    "insert_barrier": _insert_barrier,
+    "insert_barriers": _a_scope,
+    "split_scan": _split_scan,
 }
 
 # where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)
@@ -638,6 +666,11 @@ _RARE = {
 
 _EASY = {
     "bind_expr",
+    "scope",
+    "unscope",
+    "bind_loop",
+    "insert_barrier",
+    "insert_barriers",
     "commute_expr",
     "rename",
     "insert_pass",
