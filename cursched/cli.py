@@ -3,6 +3,7 @@
 Usage::
 
     cursched compile FILE.py[:NAME] [-o DIR] [--proc NAME ...] [--name STEM] [--unscheduled]
+                     [--target c|cuda]
     cursched show FILE.py:NAME [--history] [--unscheduled]
     cursched cache prune [--max-size SIZE] [--max-age DAYS]
     cursched --version
@@ -27,7 +28,9 @@ module-level procs as written instead.
 
 Naming a proc with an empty history (an input nobody scheduled) from a file that has a schedule
 (a ``scheduled()``, or module-level procs made by primitives) prints a warning naming the
-targets to use instead. Errors print one line, ``cursched: error: ...``, and exit 1.
+targets to use instead. With ``--target cuda``, ``compile`` writes the ``.cu`` text of each
+proc instead (``STEM.cu``, or ``STEM_PROC.cu`` for several). Errors print one line,
+``cursched: error: ...``, and exit 1.
 """
 
 from __future__ import annotations
@@ -210,6 +213,8 @@ def _compile(args: argparse.Namespace) -> int:
     if not chosen:
         raise CliError(f"{file} defines no procs")
     stem = sanitize(args.name or Path(file).stem)
+    if args.target == "cuda":
+        return _compile_cuda(chosen, stem, Path(args.output))
     try:
         unit = generate_unit(stem, [p.ir() for p in chosen])
     except CurschedError as e:
@@ -220,6 +225,24 @@ def _compile(args: argparse.Namespace) -> int:
     (out / f"{stem}.h").write_text(unit.h_source)
     what = ", ".join(f"{p.name()} v{p.version}" for p in chosen)
     print(f"wrote {out / stem}.c and {out / stem}.h ({what})")
+    return 0
+
+
+def _compile_cuda(chosen: list[Proc], stem: str, out: Path) -> int:
+    from cursched.codegen.cuda import generate_cuda
+
+    texts: list[tuple[Path, str]] = []
+    for p in chosen:
+        try:
+            src = generate_cuda(p.ir()).source
+        except CurschedError as e:
+            raise CliError(str(e).splitlines()[0]) from None
+        name = f"{stem}.cu" if len(chosen) == 1 else f"{stem}_{p.name()}.cu"
+        texts.append((out / name, src))
+    out.mkdir(parents=True, exist_ok=True)
+    for path, src in texts:
+        path.write_text(src)
+    print(f"wrote {', '.join(str(t[0]) for t in texts)}")
     return 0
 
 
@@ -264,6 +287,12 @@ def parser() -> argparse.ArgumentParser:
         help="compile only these procs (and what they call); may be repeated",
     )
     c.add_argument("--name", metavar="STEM", help="file stem of the outputs (default: FILE)")
+    c.add_argument(
+        "--target",
+        choices=("c", "cuda"),
+        default="c",
+        help="c: a .c/.h pair (default); cuda: the .cu text of each proc's kernels",
+    )
     s = sub.add_parser(
         "show",
         help="print a proc or its schedule",

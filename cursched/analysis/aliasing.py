@@ -54,7 +54,7 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_stmts, written_args
+from cursched.ir.traversal import walk_expr, walk_stmts, written_args
 from cursched.ir.types import INT, DataType, TensorType
 
 
@@ -78,6 +78,8 @@ class Overlap:
         text: ``dst = t[1:n + 1] and src = t[0:n]`` (both arguments, for messages).
         model: values of sizes and loop variables under which they overlap (None: not
             decided by SMT, e.g. two parameters of the caller that may alias).
+        pointwise: the two are the same window and the callee touches them pointwise (see
+            ``_Facts.pointwise``): harmless whatever the callee's access order.
     """
 
     call: Call
@@ -85,6 +87,7 @@ class Overlap:
     second: int
     text: str
     model: smt.Model | None
+    pointwise: bool = False
 
 
 def _arg_text(call: Call, k: int) -> str:
@@ -97,6 +100,24 @@ class _Facts:
     def __init__(self) -> None:
         self._written: dict[int, frozenset[int]] = {}
         self._why: dict[int, str | None] = {}
+        self._pointwise: dict[tuple[int, int, int], bool] = {}
+
+    def pointwise(self, p: ProcDef, i: int, j: int) -> bool:
+        """Whether ``p``, given one window for parameters ``i`` and ``j``, computes each of
+        its elements from that element's old values only.
+
+        The body must be a loop nest around one assignment or reduction, every access to the
+        two parameters must use the same index tuple, and that tuple must be the loop
+        variables (each once), so distinct iterations touch distinct elements and each
+        iteration reads its element before writing it. Then any order of the iterations, and
+        any vector template that reads its operands before storing its result
+        (``{out} = _mm256_add_ps({x}, {y})`` for ``out[i] = x[i] + y[i]``), gives the body's
+        result: an in-place ``add(acc, acc, y)`` is fine.
+        """
+        key = (id(p), i, j)
+        if key not in self._pointwise:
+            self._pointwise[key] = _pointwise(p, i, j)
+        return self._pointwise[key]
 
     def written(self, p: ProcDef) -> frozenset[int]:
         if id(p) not in self._written:
@@ -128,6 +149,53 @@ class _Facts:
 def sequential_or_why(p: ProcDef) -> str | None:
     """Why a call of ``p`` may do its accesses out of its body's order (None: it does not)."""
     return _Facts().not_sequential(p)
+
+
+def _pointwise(p: ProcDef, i: int, j: int) -> bool:
+    a, b = p.args[i], p.args[j]
+    if not (isinstance(a.type, TensorType) and isinstance(b.type, TensorType)):
+        return False
+    if a.type.shape != b.type.shape:
+        return False  # one window seen through two shapes: index k is not one element
+    body, loops = p.body, []
+    while len(body) == 1 and isinstance(body[0], For):
+        loops.append(body[0].iter)
+        body = body[0].body
+    if len(body) != 1 or not isinstance(body[0], Assign | Reduce):
+        return False
+    s = body[0]
+    mine = {a.sym, b.sym}
+    tuples = [s.idx] if s.sym in mine else []
+    tuples += [r.idx for r in walk_expr(s.rhs) if isinstance(r, Read) and r.sym in mine]
+    if s.sym not in mine:
+        return False  # both only read: nothing is written through them here
+    vars_: list[Sym] = []
+    for e in tuples[0]:
+        if not (isinstance(e, Read) and not e.idx and e.sym in loops):
+            return False
+        vars_.append(e.sym)
+    if sorted(v.id for v in vars_) != sorted(v.id for v in loops) or len(set(vars_)) != len(vars_):
+        return False
+    return all(t == tuples[0] for t in tuples)
+
+
+def _same_window(v1: _View, v2: _View, ctx: PathContext) -> bool:
+    """Whether two views of one buffer are provably the same window (same points, same
+    interval offsets; the callee's parameter shapes fix the lengths)."""
+    if len(v1.coords) != len(v2.coords):
+        return False
+    props = ctx.props()
+    for c1, c2 in zip(v1.coords, v2.coords, strict=True):
+        if isinstance(c1, Point) and isinstance(c2, Point):
+            e1, e2 = c1.pt, c2.pt
+        elif isinstance(c1, Interval) and isinstance(c2, Interval):
+            e1, e2 = c1.lo, c2.lo
+        else:
+            return False
+        x1, x2 = af.to_aff(e1), af.to_aff(e2)
+        if x1 is None or x2 is None or not smt.valid(af.Eq(x1 - x2), props).ok:
+            return False
+    return True
 
 
 def _pointer_params(p: ProcDef) -> list[int]:
@@ -221,6 +289,10 @@ def call_overlaps(
                     may, model = _meet(vi, vj, ctx)
                     if not may:
                         continue
+                    if facts.pointwise(callee, i, j) and _same_window(vi, vj, ctx):
+                        text = f"{_arg_text(call, i)} and {_arg_text(call, j)}"
+                        out.append(Overlap(call, i, j, text, model, pointwise=True))
+                        continue
             text = f"{_arg_text(call, i)} and {_arg_text(call, j)}"
             out.append(Overlap(call, i, j, text, model))
     return out
@@ -272,7 +344,7 @@ def refused_overlaps(
     facts = facts or _Facts()
     for call, ctx in walk_calls(p):
         for o in call_overlaps(call, ctx, separate, facts):
-            yield o, facts.not_sequential(call.proc)
+            yield o, None if o.pointwise else facts.not_sequential(call.proc)
 
 
 def check_call_aliasing(p: ProcDef) -> ProcDef:

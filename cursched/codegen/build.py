@@ -32,6 +32,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import struct
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -214,14 +215,18 @@ def build_library(
 def _compile(
     stem: str, source: str, src: Path, lib: Path, flags: tuple[str, ...], cmd: tuple[str, ...]
 ) -> bytes:
-    """Build ``lib`` from ``source`` (written to ``src``); record its digest; its bytes."""
+    """Build ``lib`` from ``source`` (written to ``src``); record its digest; its bytes.
+
+    The compiler writes into a private directory, so nothing that walks the cache (or damages
+    it) sees the library before it is complete and renamed into place.
+    """
     _write_atomic(src, source)
-    fd, tmp = tempfile.mkstemp(dir=lib.parent, prefix=".tmp-", suffix=".so")
-    os.close(fd)
+    tmpdir = Path(tempfile.mkdtemp(dir=lib.parent, prefix=".tmp-"))
+    tmp = tmpdir / "lib.so"
     try:
         try:
             r = subprocess.run(
-                [*cmd, *flags, "-o", tmp, str(src), "-lm"],
+                [*cmd, *flags, "-o", str(tmp), str(src), "-lm"],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -234,15 +239,40 @@ def _compile(
                 output=(r.stdout + r.stderr).strip(),
                 source_path=str(src),
             )
-        data = Path(tmp).read_bytes()
-        if not data:
-            raise BuildError(f"the C compiler wrote an empty library for unit '{stem}'")
+        data = tmp.read_bytes()
+        if not elf_complete(data):
+            raise BuildError(f"the C compiler wrote an incomplete library for unit '{stem}'")
         os.replace(tmp, lib)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        shutil.rmtree(tmpdir, ignore_errors=True)
     # After the library: a reader that sees this digest sees a library at least this new.
     _write_atomic(digest_path(lib), _digest(data) + "\n")
     return data
+
+
+def elf_complete(data: bytes) -> bool:
+    """Whether ``data`` holds every byte its ELF headers point to (or is not ELF64).
+
+    A truncated shared library can pass ``dlopen`` and then raise SIGBUS when a page past
+    its end is touched; this refuses it first. Only 64-bit little-endian ELF (what the
+    compilers here produce) is inspected; anything else is left to ``dlopen`` to judge.
+    """
+    if len(data) < 64:
+        return False
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return data[:4] != b"\x7fELF"  # an ELF we do not parse must at least be 64-bit LE
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    end = max(phoff + phentsize * phnum, shoff + shentsize * shnum)
+    if end > len(data):
+        return False
+    for k in range(phnum):
+        # p_offset, then p_vaddr and p_paddr skipped, then p_filesz (not p_memsz: a
+        # segment with .bss is larger in memory than in the file)
+        offset, filesz = struct.unpack_from("<Q16xQ", data, phoff + k * phentsize + 8)
+        if offset + filesz > len(data):
+            return False
+    return True
 
 
 def _touch(lib: Path) -> None:
@@ -289,13 +319,17 @@ def load_library(built: BuildResult) -> ctypes.CDLL:
 def _load_private(built: BuildResult) -> ctypes.CDLL:
     if not built.data:
         return ctypes.CDLL(str(built.lib_path))
+    if not elf_complete(built.data):
+        raise OSError(f"{built.lib_path}: not a complete shared library")
+    # A fresh directory per load: a unique path (the dynamic loader would hand back an
+    # earlier library loaded under the same name) that nothing else knows of.
     try:
-        fd, tmp = tempfile.mkstemp(dir=built.lib_path.parent, prefix=".load-", suffix=".so")
+        d = tempfile.mkdtemp(dir=built.lib_path.parent, prefix=".load-")
     except OSError:  # a read-only cache: the system's temporary directory then
-        fd, tmp = tempfile.mkstemp(prefix="cursched-load-", suffix=".so")
+        d = tempfile.mkdtemp(prefix="cursched-load-")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(built.data)
-        return ctypes.CDLL(tmp)
+        path = Path(d) / built.lib_path.name
+        path.write_bytes(built.data)
+        return ctypes.CDLL(str(path))
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        shutil.rmtree(d, ignore_errors=True)

@@ -13,6 +13,7 @@ well; the compiler's ``--version`` stamps (``compiler-*.txt``) are tiny and kept
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,7 +90,10 @@ def _remove(files: list[Path]) -> int:
     for f in files:
         size = _size(f)
         try:
-            f.unlink()
+            if f.is_dir() and not f.is_symlink():  # a dead build's or load's directory
+                shutil.rmtree(f)
+            else:
+                f.unlink()
             freed += size
         except FileNotFoundError:
             pass

@@ -43,7 +43,14 @@ from cursched.codegen.c.naming import sanitize as c_ident
 from cursched.codegen.c.pyexpr import py_ctrl
 from cursched.codegen.c.unit import CFunction, generate_unit
 from cursched.codegen.c.vector_math import VECTOR_MATH_CFLAGS, with_vector_math
-from cursched.errors import AllocationError, ArgumentError, CodegenError
+from cursched.codegen.cpu import check_features
+from cursched.errors import (
+    AllocationError,
+    ArgumentError,
+    CodegenError,
+    CurschedError,
+    at_boundary,
+)
 from cursched.ir.nodes import ProcDef
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
@@ -371,6 +378,15 @@ def _wrapper_source(p: ProcDef, specs: tuple[ArgSpec, ...], shim: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _at_boundary(src: str) -> str:
+    """``call``'s source with its body inside ``try``: an error raised by a check in
+    ``Checker`` leaves through ``errors.at_boundary``, so the user's traceback shows their line
+    and ``call``'s, not the checker's frames (``try`` costs nothing on the fast path)."""
+    head, *body = src.rstrip("\n").split("\n")
+    tail = ["    except _CE as e:", "        raise _boundary(e) from None"]
+    return "\n".join([head, "    try:", *("    " + ln for ln in body), *tail]) + "\n"
+
+
 def _ctypes_argtypes(f: CFunction, shim: bool) -> list[Any]:
     out: list[Any] = [ctypes.c_int64] if shim else []  # the shim's ``cs_check``
     for cp in f.params:
@@ -424,7 +440,8 @@ def compile_proc(
         and, when sanitized, ``sanitizer`` (whose ``last_report`` holds the last stderr).
 
     Raises:
-        CodegenError: ``p`` has no C translation.
+        CodegenError: ``p`` has no C translation, or uses a memory whose instructions the
+            running CPU lacks (``cursched.codegen.cpu``).
         BuildError: the C compiler failed.
         ArgumentError: (from the callable) an argument does not fit the signature or asserts.
     """
@@ -432,6 +449,7 @@ def compile_proc(
     # The shims are always built: without them (another array layout) a call still reads
     # the unit's failed-allocation count through one of them.
     unit = generate_unit(c_ident(p.name), [p], entry=True)
+    check_features(unit.requires, f"compiling {p.name}")
     flags = tuple(SANITIZE_CFLAGS if sanitize else (cflags or default_cflags()))
     flags += tuple(extra_cflags)
     if fp_contract_off:
@@ -461,7 +479,8 @@ def compile_proc(
     for s in specs:
         if s.dtype is not None:
             ns[f"_dt{s.index}"] = s.dtype
-    src = _wrapper_source(p, specs, shim)
+    ns.update(_CE=CurschedError, _boundary=at_boundary)
+    src = _at_boundary(_wrapper_source(p, specs, shim))
     exec(compile(src, f"<cursched wrapper of {p.name}>", "exec"), ns)
     call: Callable[..., None] = ns["call"]
     for attr, val in (

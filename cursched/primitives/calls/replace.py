@@ -16,7 +16,14 @@ from cursched.analysis.conditions import check_call_preconditions
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import AliasError, SchedulingError
+from cursched.errors import (
+    AliasError,
+    BadArgumentError,
+    DependenceError,
+    NotProvenError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.nodes import Call, ProcDef
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr
@@ -34,31 +41,31 @@ from cursched.proc import Proc
 NAME = "replace"
 
 
-class ReplaceNotProcError(SchedulingError):
+class ReplaceNotProcError(BadArgumentError):
     """replace, precondition 1: the replacement is not a ``Proc``."""
 
 
-class ReplaceMismatchError(SchedulingError):
+class ReplaceMismatchError(ShapeMismatchError):
     """replace, precondition 2: the block does not match the callee's body (structure,
     operators, types, loop bounds or accessed elements)."""
 
 
-class ReplaceMemoryError(SchedulingError):
+class ReplaceMemoryError(TypeMismatchError):
     """replace, precondition 3: a buffer of the block lives in another memory than the
     instruction's parameter requires."""
 
 
-class ReplaceUnboundError(SchedulingError):
+class ReplaceUnboundError(ShapeMismatchError):
     """replace, precondition 4: a parameter of the callee is not fixed by the block."""
 
 
-class ReplaceAssertError(SchedulingError):
+class ReplaceAssertError(NotProvenError):
     """replace, precondition 5: at the call site, an argument's shape, a window's bounds, a
     size's positivity or an assert of the callee (``stride`` conditions included) does not
     provably hold."""
 
 
-class ReplaceAliasError(AliasError, SchedulingError):
+class ReplaceAliasError(AliasError, DependenceError):
     """replace, precondition 6: two window arguments of the new call may overlap while the
     instruction writes one of them (its C template may access them in another order than
     its body)."""
@@ -114,7 +121,8 @@ def replace(
            counterexample; the ``SafetyError`` is its ``__cause__``). This is what Exo 1.0's
            ``replace`` skips (Exo issue 758).
         6. no two pointer arguments of the call may overlap while the callee writes one,
-           unless the callee is sequential (no instruction, no ``par`` loop): an
+           unless the callee is sequential (no instruction, no ``par`` loop) or they are
+           one window the callee touches pointwise (``add(acc, acc, y)``): an
            instruction's template may load all, then store, which an overlap makes
            observable (``ReplaceAliasError``, naming both windows; not skipped by
            ``unsafe_skip_checks``). See docs/semantics.md, "Aliasing".
@@ -187,7 +195,8 @@ def _check_no_overlap(ir: ProcDef, path: Path, block: BlockCursor) -> None:
     if why is None:
         return
     for o in call_overlaps(call, context_of(ir, path), lambda _s: True):
-        raise fail(ReplaceAliasError, NAME, refusal(o, why), block)
+        if not o.pointwise:
+            raise fail(ReplaceAliasError, NAME, refusal(o, why), block)
 
 
 __all__ = [
