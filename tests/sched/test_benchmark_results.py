@@ -53,7 +53,9 @@ def test_json_flag(results: ModuleType, tmp_path: Path, capsys: pytest.CaptureFi
     assert "wrote" in capsys.readouterr().out
 
 
-def test_softmax_benchmark_records_what_it_prints() -> None:
+def test_softmax_benchmark_writes_what_it_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     sys.path.insert(0, str(BENCH))
     try:
         bench = load_module(BENCH / "online_softmax.py", "online_softmax_results_bench")
@@ -61,13 +63,21 @@ def test_softmax_benchmark_records_what_it_prints() -> None:
     finally:
         sys.path.remove(str(BENCH))
     _results.ROWS.clear()
-    derived = bench.SCRIPT.schedule(bench.softmax, reduce_tile=64, norm_tile=256)
-    row = bench.measure(8, 256, {"cursched": derived.compile()}, None)
-    assert row is not None
-    (rec,) = _results.ROWS
-    assert rec["kernel"] == "softmax" and rec["size"] == [8, 256] and rec["elements"] == 2048
-    assert set(rec["times_s"]) == {"cursched", "numpy", "torch"}
-    assert np.isnan(rec["times_s"]["torch"])  # no torch passed: recorded as not measured
+    monkeypatch.setattr(bench, "torch_module", lambda: None)  # numpy is the peer here
+    monkeypatch.setattr(bench, "QUICK", [(8, 256)])
+    out = tmp_path / "softmax.json"
+    assert bench.main(["--quick", "--reps", "1", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["benchmark"] == "online_softmax"
+    rows = data["rows"]
+    assert [r["threads"] for r in rows] == bench.thread_counts()
+    for r in rows:
+        assert r["kernel"] == "softmax" and r["size"] == [8, 256] and r["elements"] == 2048
+        assert set(r["times_s"]) == {"cursched", "numpy"}
+        assert all(np.isfinite(v) and v > 0 for v in r["times_s"].values())
+        # the printed row holds the same times (ms, two decimals)
+        assert f"{r['times_s']['cursched'] * 1e3:.2f}ms" in printed
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: p.stem)
@@ -81,6 +91,7 @@ def test_committed_samples_have_what_the_notebook_reads(path: Path) -> None:
         else:
             assert {"kernel", "size", "times_s"} <= set(row)
             assert {"cursched", "numpy", "torch"} <= set(row["times_s"])
+            assert row["threads"] >= 1
 
 
 def test_there_are_samples_of_each_benchmark() -> None:
