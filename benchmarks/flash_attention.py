@@ -27,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _results
 from online_softmax import (
     FAST,
     best,
@@ -72,6 +73,7 @@ def measure(n: int, d: int, kernels: dict[str, Any], torch: Any, ref_tol: float)
         qt, kt, vt = (torch.from_numpy(a)[None, None] for a in (q, k, v))
         sdpa = torch.nn.functional.scaled_dot_product_attention
         times["torch"] = best(lambda: sdpa(qt, kt, vt, scale=1.0), budget=1.0)
+    _results.record(kernel="attention", size=[n, d], elements=n * n * d, times_s=times)
     return table_row(f"{n} x {d}", times, ms_format="9.1f")
 
 
@@ -80,6 +82,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--key-tile", type=int, default=64)
     ap.add_argument("--query-tile", type=int, default=64)
+    _results.add_json_flag(ap)
     args = ap.parse_args()
     sizes = [(256, 64), (512, 64)] if args.quick else [(1024, 64), (2048, 64), (4096, 64)]
 
@@ -97,7 +100,9 @@ def main() -> int:
         f" same with {' '.join(FAST)}"
     )
     rows = (measure(n, d, kernels, torch, ref_tol=1e-5) for n, d in sizes)
-    return print_table("seq x head", kernels, rows)
+    status = print_table("seq x head", kernels, rows)
+    _results.write_if_asked(args, "flash_attention", "attention of seq x head, best time, 1 thread")
+    return status
 
 
 if __name__ == "__main__":

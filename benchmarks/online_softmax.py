@@ -30,6 +30,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results
+
 from cursched import Proc
 from cursched.ir.nodes import BinOp, Const, Expr, Read
 
@@ -147,12 +150,14 @@ def measure(r: int, c: int, kernels: dict[str, Any], torch: Any) -> str | None:
     if torch is not None:
         xt = torch.from_numpy(x)
         times["torch"] = best(lambda: torch.softmax(xt, dim=1))
+    _results.record(kernel="softmax", size=[r, c], elements=r * c, times_s=times)
     return table_row(f"{r} x {c}", times)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only")
+    _results.add_json_flag(ap)
     args = ap.parse_args()
     sizes = [(64, 256), (256, 1024)] if args.quick else [(256, 1024), (1024, 4096), (4096, 4096)]
 
@@ -168,7 +173,9 @@ def main() -> int:
     print("cursched: the derived kernel, default flags; cs vec: compile(vector_math=True)")
     print("(vectorised expf, IEEE infinities, reductions in order); cs fast:", " ".join(FAST))
     print("naive C: the two-pass proc compiled as written; ratios are peer time / cursched time")
-    return print_table("rows x cols", kernels, (measure(r, c, kernels, torch) for r, c in sizes))
+    status = print_table("rows x cols", kernels, (measure(r, c, kernels, torch) for r, c in sizes))
+    _results.write_if_asked(args, "online_softmax", "softmax of rows x cols, best time, 1 thread")
+    return status
 
 
 if __name__ == "__main__":

@@ -4,21 +4,35 @@ Public API: the decorators ``proc`` and ``instr``, the ``Proc`` class, memories,
 errors, and (from ``cursched.primitives``) every scheduling primitive.
 """
 
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+
 from cursched import primitives as _primitives
 from cursched.errors import (
+    AliasError,
     ArgumentError,
+    BadArgumentError,
+    BadNameError,
     BoundsError,
     BuildError,
     CodegenError,
     CurschedError,
     CursorError,
+    DependenceError,
     ForeignCursorError,
+    IndirectUseError,
     InterpreterError,
+    NotProvenError,
+    OutOfBoundsError,
     ParseError,
     PatternError,
+    RaceError,
     SchedulingError,
+    ScopeError,
+    ShapeMismatchError,
     StaleCursorError,
     TypeCheckError,
+    TypeMismatchError,
 )
 from cursched.ir.memory import (
     DRAM,
@@ -30,7 +44,13 @@ from cursched.ir.memory import (
     Memory,
 )
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
+from cursched.primitives.registry import Verdict, can
 from cursched.proc import Proc, instr, proc
+
+try:
+    __version__ = _version("cursched")
+except _PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "DRAM",
@@ -39,21 +59,34 @@ __all__ = [
     "GLOBAL",
     "REGISTER",
     "SHARED",
+    "AliasError",
     "ArgumentError",
+    "BadArgumentError",
+    "BadNameError",
     "BoundsError",
     "BuildError",
     "CodegenError",
     "CurschedError",
     "CursorError",
+    "DependenceError",
     "ForeignCursorError",
+    "IndirectUseError",
     "InterpreterError",
     "Memory",
+    "NotProvenError",
+    "OutOfBoundsError",
     "ParseError",
     "PatternError",
     "Proc",
+    "RaceError",
     "SchedulingError",
+    "ScopeError",
+    "ShapeMismatchError",
     "StaleCursorError",
     "TypeCheckError",
+    "TypeMismatchError",
+    "Verdict",
+    "can",
     "instr",
     "proc",
 ]

@@ -1,4 +1,4 @@
-"""The printer: IR back to the surface language (DESIGN.md, contract 3).
+"""The printer: IR back to the surface language (docs/architecture.md, contract 3).
 
 ``print_proc`` prints a whole proc so that the text parses back (``parse_source``) to an
 alpha-equivalent proc; ``print_stmt`` and ``print_expr`` print fragments (cursors show

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.context import PathContext, context_of
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -60,7 +60,7 @@ from cursched.ir.traversal import free_syms_expr, map_expr_children, subst_expr
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 
 
-class UnifyError(SchedulingError):
+class UnifyError(ShapeMismatchError):
     """The block and the callee's body do not match (the message says where and why)."""
 
 
