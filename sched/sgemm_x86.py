@@ -232,6 +232,11 @@ def check(p: Proc, sizes: list[tuple[int, int, int]]) -> float:
     return worst
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(sgemm)]
+
+
 def main() -> int:
     p = schedule(sgemm)
     print(p)
