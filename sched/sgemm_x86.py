@@ -82,7 +82,7 @@ class Target(NamedTuple):
 
 
 AVX2_TARGET = Target(
-    "avx2", x86.AVX2, 8, 6, 16, 256, 48, x86.mm256_loadu_ps, x86.mm256_storeu_ps,
+    "avx2", x86.AVX2, 8, 6, 16, 256, 48, x86.mm256_loadu_ps_prefetch, x86.mm256_storeu_ps,
     x86.mm256_fmadd_ps_broadcast,
 )  # fmt: skip
 AVX512_TARGET = Target(
