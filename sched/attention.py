@@ -54,7 +54,6 @@ from cursched import (
     expand_dim,
     fission,
     fuse,
-    instr,
     lift_alloc,
     parallelize_loop,
     proc,
@@ -78,6 +77,7 @@ from cursched.platforms.x86 import (
     mm256_max_ps,
     mm256_setzero_ps,
     mm256_storeu_ps,
+    mm256_sub_guarded_ps,
 )
 
 
@@ -336,20 +336,6 @@ def _lane_operand(p: Proc, reads: tuple[Any, ...], lane: str, name: str) -> tupl
 
 LANES = 8
 """Floats of one AVX2 register."""
-
-
-@instr(
-    "{out} = _mm256_sub_ps({x}, _mm256_blendv_ps(_mm256_setzero_ps(), {m},"
-    " _mm256_cmp_ps(_mm256_set1_ps(-INFINITY), {m}, _CMP_LT_OQ)));"
-)
-def mm256_sub_guarded_ps(out: [f32][8] @ AVX2, x: [f32][8] @ AVX2, m: [f32][8] @ AVX2):
-    # the weights' exponent as scan_fuse writes it: the running max, or 0 while it is -inf
-    # (or NaN), subtracted once, as the scalar code does (bitwise equal)
-    assert stride(out, 0) == 1
-    assert stride(x, 0) == 1
-    assert stride(m, 0) == 1
-    for i in seq(0, 8):
-        out[i] = x[i] - select(-inf, m[i], m[i], 0.0)
 
 
 def inputs(nq: int, nk: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:
