@@ -24,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _results
 from online_softmax import (
     interleaved_best,
     load_script,
@@ -80,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--reps", type=int, default=0, help="rounds per size (default 3)")
+    _results.add_json_flag(ap)
     args = ap.parse_args(argv)
     reps = args.reps or 3
     kernel = SCRIPT.schedule_flash(SCRIPT.attention).compile()
@@ -96,6 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if times is None:
                 return 1
             print(table_row(f"{n}x{d}", t, times), flush=True)
+            _results.record(
+                kernel="attention", size=[n, d], threads=t, elements=n * d, times_s=times
+            )
+    _results.write_if_asked(
+        args, "flash_attention", "attention of seq x head, best time, by thread count"
+    )
     return 0
 
 

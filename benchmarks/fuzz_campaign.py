@@ -9,6 +9,12 @@ counts of accepted and refused steps.
 Usage (from the repository root)::
 
     python benchmarks/fuzz_campaign.py [EXAMPLES] [--seed S] [--only split,fuse]
+        [--compile-every 10] [--batch 40] [--min-accepted 0.01]
+
+One schedule in ``--compile-every`` (its last accepted proc) is also compiled with the C
+backend, ``--batch`` procs per C unit, and compared with the interpreter
+(``tests/primitives/fuzzcompile.py``). The run fails (exit 1) on a finding, a mismatch, or a
+primitive accepted in fewer than ``--min-accepted`` of the schedules (50 per 5,000).
 
 To minimise a finding, rerun the test restricted to its primitives and let hypothesis shrink:
 ``CURSCHED_FUZZ_ONLY=split,fuse CURSCHED_FUZZ_EXAMPLES=2000 pytest
@@ -33,6 +39,7 @@ from hypothesis import strategies as st
 
 from cursched.primitives import settings as prim_settings
 from tests.primitives import fuzzsteps
+from tests.primitives.fuzzcompile import compare_compiled
 from tests.primitives.fuzzgen import proc_text
 from tests.primitives.test_soundness_fuzz import run_schedule
 
@@ -42,6 +49,16 @@ def main() -> None:
     ap.add_argument("examples", type=int, nargs="?", default=2000)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--only", default="")
+    ap.add_argument(
+        "--compile-every", type=int, default=10, help="compile one schedule in N (default 10)"
+    )
+    ap.add_argument("--batch", type=int, default=40, help="procs per C unit (default 40)")
+    ap.add_argument(
+        "--min-accepted",
+        type=float,
+        default=50 / 5000,
+        help="fail if a primitive is accepted in fewer than this fraction of schedules",
+    )
     args = ap.parse_args()
     if args.only:
         os.environ["CURSCHED_FUZZ_ONLY"] = args.only
@@ -52,6 +69,27 @@ def main() -> None:
     accepted: collections.Counter[str] = collections.Counter()
     refused: collections.Counter[str] = collections.Counter()
     runs = 0
+    pending: list[tuple[str, str, object]] = []  # (text, log, proc) waiting to be compiled
+    compiled_n = 0
+    mismatches: list[str] = []
+
+    def flush() -> None:
+        nonlocal compiled_n
+        if not pending:
+            return
+        try:
+            found = compare_compiled([p for _, _, p in pending], seed=runs)  # type: ignore[misc]
+        except Exception as e:  # an untyped error of the compiled path is a finding too
+            found = []
+            key = ("compile", type(e).__name__, str(e).split("\n")[0][:160])
+            counts[f"{key}"] += 1
+            findings.setdefault(key, ["(a batch)", "", "", "".join(traceback.format_exception(e))])
+        compiled_n += len(pending)
+        for m in found:
+            text, log = next((t, lg) for t, lg, p in pending if p.ir() is m.proc)  # type: ignore[attr-defined]
+            mismatches.append(f"{m}\n{text}\n{log}\n{m.proc}")
+            print(f"MISMATCH {len(mismatches)}: {m}", flush=True)
+        pending.clear()
 
     @seed(args.seed)
     @settings(
@@ -67,8 +105,9 @@ def main() -> None:
         if runs % 500 == 0:
             print(f"{runs} schedules, {sum(accepted.values())} steps accepted", flush=True)
         log: list[str] = []
+        got: list[object] = []
         try:
-            run_schedule(text, data, log)
+            run_schedule(text, data, log, got)  # type: ignore[arg-type]
         except Exception as e:
             if type(e).__name__ in ("UnsatisfiedAssumption", "StopTest", "Frozen"):
                 raise
@@ -90,13 +129,30 @@ def main() -> None:
                     refused[f"{name.split('(')[0]}: {why}"] += 1
                 if name.endswith("# accepted"):
                     accepted[name.split("(")[0]] += 1
+            if got and runs % args.compile_every == 0:
+                pending.append((text, "\n".join(log), got[-1]))
+                if len(pending) >= args.batch:
+                    flush()
 
     t0 = time.time()
     campaign()
-    print(f"\n{runs} schedules in {time.time() - t0:.0f} s (seed {args.seed}); steps accepted:")
-    print(", ".join(f"{k} {v}" for k, v in sorted(accepted.items())))
-    print(f"never accepted: {sorted(set(fuzzsteps.STEPS) - set(accepted))}")
+    flush()
+    print(f"\n{runs} schedules in {time.time() - t0:.0f} s (seed {args.seed})")
+    print(f"compiled and compared: {compiled_n} schedules; mismatches: {len(mismatches)}")
+    print(f"findings (unsound acceptances, crashes, untyped errors): {len(findings)}")
+    need = args.min_accepted * runs
+    print(f"\nsteps accepted per primitive (need >= {need:.0f}):")
+    low = []
+    for name in sorted(fuzzsteps.STEPS):
+        n = accepted.get(name, 0)
+        flag = "" if n >= need else "   <-- below"
+        if flag:
+            low.append(name)
+        print(f"  {name:28s} {n:7d}{flag}")
     print("refused:", ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
+    for m in mismatches:
+        print("=" * 100)
+        print(m)
     for k, (text, log, notes, tb) in findings.items():
         print("=" * 100)
         print(k, "x", counts[f"{k}"])
@@ -104,6 +160,9 @@ def main() -> None:
         print(log)
         print(notes)
         print(tb)
+    if low or mismatches or findings:
+        print(f"FAILED: {len(findings)} findings, {len(mismatches)} mismatches, below: {low}")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results
+
 from cursched import Proc
 from cursched.ir.nodes import BinOp, Const, Expr, Read
 
@@ -182,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="two small sizes only")
     ap.add_argument("--reps", type=int, default=0, help="rounds per size (default 5, quick 3)")
+    _results.add_json_flag(ap)
     args = ap.parse_args(argv)
     reps = args.reps or (3 if args.quick else 5)
     kernel = SCRIPT.schedule(SCRIPT.softmax).compile()
@@ -198,6 +202,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if times is None:
                 return 1
             print(table_row(f"{r}x{c}", n, times), flush=True)
+            _results.record(kernel="softmax", size=[r, c], threads=n, elements=r * c, times_s=times)
+    _results.write_if_asked(
+        args, "online_softmax", "softmax of rows x cols, best time, by thread count"
+    )
     return 0
 
 

@@ -381,6 +381,11 @@ def check_flash(p: Proc, nq: int, nk: int, d: int, *, compiled: bool, seed: int 
     return bad
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule_row(attention_row), schedule_flash(attention)]
+
+
 def main() -> int:
     row = schedule_row(attention_row)
     print(row, end="\n\n")

@@ -29,7 +29,7 @@ included) and prints the micro-kernel's C.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from cursched import (
     split,
     stage_mem,
 )
+from cursched.cursors import IfCursor
 from cursched.platforms import x86
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
@@ -65,8 +66,7 @@ def sgemm(M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C
                 C[i, j] += A[i, k] * B[k, j]
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """An instruction set and the tiles that fit its registers."""
 
     name: str
@@ -75,17 +75,18 @@ class Target:
     mr: int  # rows of the register tile
     nr: int  # columns of the register tile (a multiple of lanes)
     kc: int  # depth of a K block (KC * NR floats of packed B stay in L1)
+    mcb: int  # MR-row tiles per MC block (MC * KC floats of packed A stay in L2)
     load: Proc
     store: Proc
     fmadd: Proc
 
 
 AVX2_TARGET = Target(
-    "avx2", x86.AVX2, 8, 6, 16, 256, x86.mm256_loadu_ps, x86.mm256_storeu_ps,
+    "avx2", x86.AVX2, 8, 6, 16, 256, 48, x86.mm256_loadu_ps, x86.mm256_storeu_ps,
     x86.mm256_fmadd_ps_broadcast,
 )  # fmt: skip
 AVX512_TARGET = Target(
-    "avx512", x86.AVX512, 16, 14, 32, 192, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
+    "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast,
 )  # fmt: skip
 
@@ -100,17 +101,23 @@ def target() -> Target:
     raise SystemExit("sgemm_x86: this CPU has neither AVX2+FMA nor AVX-512")
 
 
-def microkernel(t: Target) -> Proc:
-    """The plain micro-kernel ``C[MR, NR] += A[MR, KC] @ B[KC, NR]`` for target ``t``."""
+def microkernel(t: Target, kind: str) -> Proc:
+    """The plain micro-kernel ``C[MR, NR] += A @ B[KC, NR]`` for target ``t``: A packed
+    (``[KC, MR]``, ``kind="packed"``) or rows of the original A (``[MR, KC]``, ``"rows"``)."""
+    a_type, a_read = (f"[f32][KC, {t.mr}]", "A[k, i]")
+    if kind == "rows":
+        a_type, a_read = (f"[f32][{t.mr}, KC]", "A[i, k]")
     src = f"""
-def ukernel(KC: size, A: [f32][{t.mr}, KC] @ DRAM, B: [f32][KC, {t.nr}] @ DRAM, C: [f32][{t.mr}, {t.nr}] @ DRAM):
+def ukernel_{kind}(
+    KC: size, A: {a_type} @ DRAM, B: [f32][KC, {t.nr}] @ DRAM, C: [f32][{t.mr}, {t.nr}] @ DRAM
+):
     assert stride(A, 1) == 1
     assert stride(B, 1) == 1
     assert stride(C, 1) == 1
     for k in seq(0, KC):
         for i in seq(0, {t.mr}):
             for j in seq(0, {t.nr}):
-                C[i, j] += A[i, k] * B[k, j]
+                C[i, j] += {a_read} * B[k, j]
 """
     from cursched.analysis.bounds import check_bounds
     from cursched.frontend import parse_source
@@ -135,7 +142,7 @@ def schedule_microkernel(uk: Proc, t: Target) -> Proc:
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
     p, _ = replace_all(p, [t.load, t.fmadd, t.store])
     p, _ = unroll_all(p, [ct.load, ct.store, bv.load, p.forward(k).body()[-1]])
-    p, _ = rename(p, f"ukernel_{t.name}")
+    p, _ = rename(p, f"{uk.name()}_{t.name}")
     return p
 
 
@@ -165,26 +172,46 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = fission(p, kjc.first.after(), n_lifts=1)
     p, kr = fission(p, kic.first.after(), n_lifts=1)
     rem = kr.first
-    # 3. blocking of the main part: ko, jo, io, ki, ii, ji
+    # 3. blocking of the main part: ko, ic (MC rows), jo, ir (MR rows), ki, ii, ji
     p, tl = tile(p, [main, main.body()[0], main.body()[0].body()[0]], [kc, mr, nr],
                  [("ko", "ki"), ("io", "ii"), ("jo", "ji")])  # fmt: skip
-    ko, io, jo = tl.outer
+    ko, io = tl.outer[0], tl.outer[1]
     p, _ = reorder_loops(p, io)  # ko, jo, io, ki, ii, ji
-    # ... and of the remainder: jo, io, k, ii, ji
+    p, _ = reorder_loops(p, p.forward(tl.outer[2]))  # ko, io, jo, ki, ii, ji
+    p, mc = split(p, p.forward(io), t.mcb, ("ic", "ir"), tail="cut")
+    p, _ = reorder_loops(p, mc.inner)  # ic, jo, ir: one MC x KC block of A for all panels
+    p, _ = reorder_loops(p, mc.tail)  # the rows past the last MC block: jo, io
+    # ... and of the remainder (one short K block): ic, jo, ir, k, ii, ji
     p, rt = tile(p, [rem.body()[0], rem.body()[0].body()[0]], [mr, nr],
                  [("io", "ii"), ("jo", "ji")])  # fmt: skip
-    p, _ = reorder_loops(p, rem)
-    p, _ = reorder_loops(p, p.forward(rem))
-    p, _ = reorder_loops(p, rt.outer[0])
-    # 4. the B panel of (ko, jo), packed once into a buffer allocated once
-    p, _ = pack(p, p.forward(io), f"B[{kc} * ko:{kc} * ko + {kc}, {nr} * jo:{nr} * jo + {nr}]",
-                "Bp", lift=2)  # fmt: skip
+    p, _ = reorder_loops(p, rem)  # io, k, jo
+    p, _ = reorder_loops(p, p.forward(rem))  # io, jo, k
+    p, rmc = split(p, p.forward(rt.outer[0]), t.mcb, ("ic", "ir"), tail="cut")
+    p, _ = reorder_loops(p, rmc.inner)
+    p, _ = reorder_loops(p, rmc.tail)
+    # 4. packing: the KC x N strip of B as [N / NR, KC, NR] once per ko, the MC x KC block
+    #    of A as [MC / MR, KC, MR] once per (ko, ic); each buffer allocated once
+    ko = p.forward(ko)
+    strip = f"B[{kc} * ko:{kc} * ko + {kc}, 0:{nr} * (N / {nr})]"
+    p, _ = pack(p, ko.body(), strip, "Bp", divide=[(1, nr)], order=(1, 0, 2), lift=1)
+    rows = f"{mr} * ({t.mcb} * ic)"
+    block = f"A[{rows}:{rows} + {mr * t.mcb}, {kc} * ko:{kc} * ko + {kc}]"
+    ic = p.forward(mc.outer)
+    p, _ = pack(p, ic.body(), block, "Ap", divide=[(0, mr)], order=(0, 2, 1), lift=2)
+    # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
+    # the ``if`` (its extent K % KC is then positive)
+    base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
+    assert isinstance(cut, IfCursor)
+    p, _ = pack(p, cut.body()[0:2], f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
+                divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
+    p, _ = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
+                "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive)
-    uk = microkernel(t)
-    p, calls = replace_all(p, uk)
-    fast = schedule_microkernel(uk, t)
+    plain = {kind: microkernel(t, kind) for kind in ("packed", "rows")}
+    p, calls = replace_all(p, list(plain.values()))
+    fast = {c.ir().name: schedule_microkernel(c, t) for c in plain.values()}
     for c in calls.calls:
-        p, _ = call_eqv(p, c, fast)
+        p, _ = call_eqv(p, c, fast[c.node().proc.name])
     p, _ = simplify(p)
     return p
 
@@ -214,7 +241,10 @@ def main() -> int:
     if not err <= 1e-5:
         print("MISMATCH with numpy", file=sys.stderr)
         return 1
-    print("ok: matches numpy")
+    print("ok: matches numpy\n")
+    c = p.compile().c_source
+    start = c.index("void ukernel_packed_")
+    print(c[start : c.index("\n}\n", start) + 2])
     return 0
 
 

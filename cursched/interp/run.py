@@ -14,15 +14,15 @@ Example:
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, assert_never
 
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp.compile import CompiledProc, Compiler
-from cursched.interp.exprs import CTRL_OPS, Frame
-from cursched.interp.values import fmt_expr
+from cursched.interp.exprs import CTRL_OPS, reset_config_state
+from cursched.interp.values import fmt_expr, to_python
 from cursched.ir.nodes import (
     BinOp,
     Const,
@@ -90,13 +90,35 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
     """
     pd = procdef_of(p)
     cp = compiled(pd)
-    frame = bind_args(cp, args, kwargs)
-    # Integer data wraps around and float data follows IEEE (inf, NaN): numpy reports both as
-    # floating-point errors, which tests running with -W error would turn into exceptions.
-    # They are the defined semantics here, so they are silenced for the run, and only there.
-    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        cp.check_preds(frame, "on entry to")
-        cp.body(frame)
+    try:
+        fast = cp.fast_bind(*args, **kwargs)
+    except TypeError:  # an argument given twice: the general binding says so
+        fast = None
+    if fast is None:
+        values = bind_args(cp, args, kwargs)
+        flat, write_back = _flatten(cp, values)
+        pairs: tuple[tuple[Any, list[Any]], ...] = ()
+    else:
+        flat, pairs = fast
+        write_back = []
+    cp.preds(*flat)
+    reset_config_state()
+    try:
+        if cp.uses_numpy:
+            # numpy externs report overflow and NaN as floating-point errors, which tests
+            # running with -W error would turn into exceptions; they are the defined
+            # semantics here, so they are silenced for the run, and only there
+            with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+                cp.body(*flat)
+        else:
+            cp.body(*flat)
+    finally:
+        # the generated code works on Python lists: what it wrote goes back to the arrays,
+        # also when it stops with an error (the arrays then hold the writes made so far)
+        for view, data in pairs:
+            view[:] = data
+        for wb in write_back:
+            wb()
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -201,33 +223,186 @@ def _tensor(pd: ProcDef, a: FnArg, t: TensorType, v: Any, written: bool) -> Any:
     return v
 
 
-def bind_args(cp: CompiledProc, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Frame:
-    """Validate the arguments and lay them out in a fresh frame.
+def bind_args(cp: CompiledProc, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[Any]:
+    """Validate the arguments; return their values in parameter order (data scalars as
+    numpy arrays of shape ``()``).
 
     Raises:
         ArgumentError: naming the argument and what was expected.
     """
     pd = cp.pd
     values = _match(pd, args, kwargs)
-    frame: Frame = [None] * cp.nslots
+    controls: dict[Sym, Any] = {}
     for i, (a, v) in enumerate(zip(pd.args, values, strict=True)):
         t = a.type
         match t:
             case ControlType():
-                frame[i] = _control(pd, a, t, v)
+                values[i] = controls[a.sym] = _control(pd, a, t, v)
             case DataType():
-                frame[i] = _scalar(pd, a, t, v, i in cp.written)
+                values[i] = _scalar(pd, a, t, v, i in cp.written)
             case TensorType():
-                frame[i] = _tensor(pd, a, t, v, i in cp.written)
+                values[i] = _tensor(pd, a, t, v, i in cp.written)
             case _:
                 assert_never(t)
     # shapes may name any size argument, so they are checked once all controls are bound
     for i, a in enumerate(pd.args):
         if isinstance(a.type, TensorType):
-            want = tuple(f(frame) for f in cp.shapes[i])
-            if frame[i].shape != want:
-                raise _bad(pd, a, frame[i], f"shape should be {want}")
-    return frame
+            want = tuple(eval_control(e, controls) for e in a.type.shape)
+            if values[i].shape != want:
+                raise _bad(pd, a, values[i], f"shape should be {want}")
+    return values
+
+
+# ------------------------------------------------------------------------ buffer layout
+
+
+def _root(v: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The array owning ``v``'s memory (the end of its chain of numpy bases)."""
+    r = v
+    while isinstance(r.base, np.ndarray):
+        r = r.base
+    return r
+
+
+def _address(v: np.ndarray[Any, Any]) -> int:
+    return int(v.__array_interface__["data"][0])
+
+
+def _flatten(cp: CompiledProc, values: list[Any]) -> tuple[list[Any], list[Callable[[], None]]]:
+    """The flat parameters of the generated code for ``values``, and the write-backs to run
+    after it (``cursched.interp.compile``: each buffer a list, an offset, strides, sizes).
+
+    Arrays are copied into Python lists. Arguments that are views of one numpy array share
+    one list (a copy of the part of the array they span), so that a write through one is
+    seen through the other, as in the compiled code.
+    """
+    pd = cp.pd
+    groups: dict[int, list[int]] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, np.ndarray):
+            groups.setdefault(id(_root(v)), []).append(i)
+    parts: dict[int, tuple[list[Any], int, tuple[int, ...]]] = {}
+    write_back: list[Callable[[], None]] = []
+    shared: list[list[int]] = []
+    for members in groups.values():
+        wrote = any(i in cp.written for i in members)
+        if len(members) == 1 and values[members[0]].flags.c_contiguous:
+            v = values[members[0]]
+            flat_view = v.reshape(-1)
+            data = flat_view.tolist()
+            parts[members[0]] = (data, 0, tuple(s // v.itemsize for s in v.strides))
+            if wrote:
+                write_back.append(_assign(flat_view, data))
+            continue
+        if not _span(values, members, parts, write_back, wrote):
+            for i in members:
+                v = values[i]
+                data = np.ascontiguousarray(v).reshape(-1).tolist()
+                parts[i] = (data, 0, _contiguous_strides(v.shape))
+                if i in cp.written:
+                    write_back.append(_assign_shaped(v, data))
+            shared.append(members)
+    _refuse_unshared_overlap(cp, values, groups, shared)
+    flat: list[Any] = []
+    for i, (a, v) in enumerate(zip(pd.args, values, strict=True)):
+        match a.type:
+            case ControlType():
+                flat.append(v)
+            case DataType():
+                if isinstance(v, np.ndarray):
+                    data, off, _ = parts[i]
+                    flat += [data, off]
+                else:
+                    flat += [[to_python(v, a.type.np_dtype)], 0]
+            case TensorType():
+                data, off, strides = parts[i]
+                flat += [data, off, *strides, *v.shape]
+            case _:
+                assert_never(a.type)
+    return flat, write_back
+
+
+def _span(
+    values: list[Any],
+    members: list[int],
+    parts: dict[int, tuple[list[Any], int, tuple[int, ...]]],
+    write_back: list[Callable[[], None]],
+    wrote: bool,
+) -> bool:
+    """Lay out views of one contiguous root array as offsets into one list holding the part
+    of the root they span, with their real strides; False if the root does not allow it."""
+    first = values[members[0]]
+    root = _root(first)
+    size = first.itemsize
+    if not root.flags.c_contiguous or any(values[i].dtype != root.dtype for i in members):
+        return False
+    base = _address(root)
+    lo, hi = None, None
+    layout: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for i in members:
+        v = values[i]
+        delta = _address(v) - base
+        if delta % size or any(s % size for s in v.strides):
+            return False
+        off, strides = delta // size, tuple(s // size for s in v.strides)
+        layout[i] = (off, strides)
+        if v.size == 0:
+            continue
+        a = off + sum(min(0, (n - 1) * s) for n, s in zip(v.shape, strides, strict=True))
+        b = off + sum(max(0, (n - 1) * s) for n, s in zip(v.shape, strides, strict=True))
+        lo = a if lo is None else min(lo, a)
+        hi = b if hi is None else max(hi, b)
+    lo, hi = (0, -1) if lo is None or hi is None else (lo, hi)
+    flat_root = root.reshape(-1)
+    region = flat_root[lo : hi + 1]
+    data = region.tolist()
+    for i, (off, strides) in layout.items():
+        parts[i] = (data, off - lo, strides)
+    if wrote:
+        write_back.append(_assign(region, data))
+    return True
+
+
+def _refuse_unshared_overlap(
+    cp: CompiledProc, values: list[Any], groups: dict[int, list[int]], shared: list[list[int]]
+) -> None:
+    """Arrays that overlap without one list for both would not see each other's writes:
+    refuse them when either is written (numpy views of one array never come here; arrays
+    over one foreign buffer, or views of a non-contiguous array, may)."""
+    suspects = [i for members in shared for i in members]
+    for members in groups.values():
+        if _root(values[members[0]]).base is not None:
+            suspects += members
+    for x, i in enumerate(suspects):
+        for j in suspects[x + 1 :]:
+            if (i in cp.written or j in cp.written) and np.shares_memory(values[i], values[j]):
+                names = (cp.pd.args[i].sym.name, cp.pd.args[j].sym.name)
+                raise ArgumentError(
+                    f"{cp.pd.name}: arguments {names[0]} and {names[1]} overlap in a way the "
+                    "interpreter cannot share (not views of one contiguous array)"
+                )
+
+
+def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _assign(view: np.ndarray[Any, Any], data: list[Any]) -> Callable[[], None]:
+    def write() -> None:
+        view[:] = data
+
+    return write
+
+
+def _assign_shaped(v: np.ndarray[Any, Any], data: list[Any]) -> Callable[[], None]:
+    def write() -> None:
+        v[...] = np.array(data, dtype=v.dtype).reshape(v.shape)
+
+    return write
 
 
 # ------------------------------------------------------------------------ control values

@@ -1,10 +1,18 @@
 """Scalar helpers of the reference interpreter: casts with wrap-around, C integer division,
-and the text of its error messages.
+the text of its error messages, and the runtime helpers its generated code calls.
+
+The generated code (``cursched.interp.compile``) holds data values as plain Python floats and
+ints. Float values are always exact values of their declared type (a double holding an f32
+value); after every operation the result is rounded back to the type, which for ``+ - * /`` and
+``sqrt`` gives the correctly rounded result of the type (a double has more than twice the
+digits of an f32 or f16, so rounding twice is harmless). Integers wrap to their width.
 """
 
 from __future__ import annotations
 
 import math
+import struct
+from array import array
 from typing import Any, assert_never
 
 import numpy as np
@@ -52,23 +60,98 @@ def cast_scalar(value: Any, dt: np.dtype[Any]) -> Any:
     return dt.type(value)
 
 
+def to_python(value: Any, dt: np.dtype[Any]) -> int | float:
+    """``value`` cast to ``dt`` (``cast_scalar``) as the plain Python number the generated
+    code works on."""
+    v = cast_scalar(value, dt)
+    return int(v) if dt.kind in "iu" else float(v)
+
+
 def int_div(a: Any, b: Any, dt: np.dtype[Any]) -> Any:
     """Integer data ``/``: C division, truncating toward zero."""
-    x, y = int(a), int(b)
-    if y == 0:
-        raise InterpreterError(f"integer division by zero ({x} / 0)")
-    q = abs(x) // abs(y)
-    return wrap_int(-q if (x < 0) != (y < 0) else q, dt)
+    return wrap_int(c_div(int(a), int(b)), dt)
 
 
 def int_rem(a: Any, b: Any, dt: np.dtype[Any]) -> Any:
     """Integer data ``%``: C remainder, with the sign of the dividend."""
-    x, y = int(a), int(b)
+    return wrap_int(c_rem(int(a), int(b)), dt)
+
+
+# ------------------------------------------------------------- helpers of generated code
+
+
+def c_div(x: int, y: int) -> int:
+    """C's ``x / y`` on Python ints (truncating toward zero); the caller wraps the result."""
+    if y == 0:
+        raise InterpreterError(f"integer division by zero ({x} / 0)")
+    q = abs(x) // abs(y)
+    return -q if (x < 0) != (y < 0) else q
+
+
+def c_rem(x: int, y: int) -> int:
+    """C's ``x % y`` on Python ints (the sign of the dividend)."""
     if y == 0:
         raise InterpreterError(f"integer remainder by zero ({x} % 0)")
     q = abs(x) // abs(y)
     q = -q if (x < 0) != (y < 0) else q
-    return wrap_int(x - q * y, dt)
+    return x - q * y
+
+
+def float_div(a: float, b: float) -> float:
+    """IEEE ``a / b`` (Python raises on a zero divisor; IEEE gives an infinity or NaN)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def float_mod(a: float, b: float) -> float:
+    """C's ``fmod`` (numpy's ``fmod``): NaN where ``math.fmod`` raises (zero divisor, inf)."""
+    try:
+        return math.fmod(a, b)
+    except ValueError:
+        return math.nan
+
+
+_F32 = array("f", [0.0])
+
+
+def round_f32(x: float) -> float:
+    """``x`` rounded to the nearest f32 (as a double); overflow gives an infinity.
+
+    The generated code inlines the same trick (a store into a one-element ``array('f')``,
+    which converts with C's ``(float)`` cast) instead of calling this function.
+    """
+    _F32[0] = x
+    return _F32[0]
+
+
+_PACK16 = struct.Struct("e").pack
+_UNPACK16 = struct.Struct("e").unpack
+
+
+def round_f16(x: float) -> float:
+    """``x`` rounded to the nearest f16 (as a double); overflow gives an infinity."""
+    try:
+        return float(_UNPACK16(_PACK16(x))[0])
+    except OverflowError:
+        # struct refuses what IEEE rounds to infinity (|x| >= 65520)
+        return math.copysign(math.inf, x)
+
+
+def float_to_int(x: float, dt: np.dtype[Any]) -> int:
+    """A float converted to integer type ``dt`` as C would (``cast_scalar``)."""
+    if math.isfinite(x):
+        return int(wrap_int(int(x), dt))
+    with np.errstate(invalid="ignore", over="ignore"):
+        return int(np.array(x).astype(dt))
+
+
+def sqrt_float(x: float) -> float:
+    """IEEE ``sqrt`` of a float (NaN below zero; ``-0.0`` stays ``-0.0``)."""
+    return math.sqrt(x) if x >= 0 else math.nan
 
 
 # --------------------------------------------------------------------------------- text

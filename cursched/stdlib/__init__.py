@@ -17,6 +17,14 @@ from cursched.stdlib.calls import ReplaceAllCursors, replace_all
 from cursched.stdlib.pack import PackCursors, pack
 from cursched.stdlib.tile import TileCursors, TileNestError, TileSizesError, tile
 from cursched.stdlib.unroll import UnrollAllCursors, unroll_all
+from cursched.stdlib.vectorize import (
+    VectorizeAccessError,
+    VectorizeBodyError,
+    VectorizeCursors,
+    VectorizeNoInstrError,
+    VectorizeWidthError,
+    vectorize,
+)
 
 __all__ = [
     "PackCursors",
@@ -25,8 +33,14 @@ __all__ = [
     "TileNestError",
     "TileSizesError",
     "UnrollAllCursors",
+    "VectorizeAccessError",
+    "VectorizeBodyError",
+    "VectorizeCursors",
+    "VectorizeNoInstrError",
+    "VectorizeWidthError",
     "pack",
     "replace_all",
     "tile",
     "unroll_all",
+    "vectorize",
 ]

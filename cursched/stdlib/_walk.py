@@ -32,9 +32,11 @@ def statements(p: Proc) -> list[StmtCursor]:
     return [s for b in _all_blocks(p.body()) for s in b]
 
 
-def blocks(p: Proc, length: int) -> list[BlockCursor]:
-    """Every run of ``length`` consecutive statements of one block, pre-order."""
+def blocks(p: Proc, length: int, within: StmtCursor | None = None) -> list[BlockCursor]:
+    """Every run of ``length`` consecutive statements of one block, pre-order (only those
+    inside ``within``, itself included, when given)."""
     out: list[BlockCursor] = []
-    for b in _all_blocks(p.body()):
+    roots = [p.body()] if within is None else [within.as_block()]
+    for b in (blk for r in roots for blk in _all_blocks(r)):
         out += [b[k : k + length] for k in range(len(b) - length + 1)]
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cursched.cursors import BlockCursor, CallCursor
+from cursched.cursors import BlockCursor, CallCursor, StmtCursor
 from cursched.errors import SchedulingError
 from cursched.primitives.calls.replace import replace
 from cursched.primitives.registry import PrimCursors
@@ -27,7 +27,9 @@ class ReplaceAllCursors(PrimCursors):
     calls: tuple[CallCursor, ...]
 
 
-def replace_all(p: Proc, instrs: Proc | Sequence[Proc]) -> tuple[Proc, ReplaceAllCursors]:
+def replace_all(
+    p: Proc, instrs: Proc | Sequence[Proc], within: StmtCursor | None = None
+) -> tuple[Proc, ReplaceAllCursors]:
     """Replace every block that matches one of ``instrs`` by a call of it (Exo's
     ``replace_all``).
 
@@ -39,6 +41,7 @@ def replace_all(p: Proc, instrs: Proc | Sequence[Proc]) -> tuple[Proc, ReplaceAl
     Args:
         p: the proc.
         instrs: an instruction (any proc) or a sequence of them, tried in order.
+        within: only blocks inside this statement (itself included); default everywhere.
 
     Returns:
         The new proc and ``ReplaceAllCursors`` (``calls``).
@@ -62,7 +65,10 @@ def replace_all(p: Proc, instrs: Proc | Sequence[Proc]) -> tuple[Proc, ReplaceAl
     calls: list[CallCursor] = []
     for ins in todo:
         body = ins.ir().body
-        for cand in blocks(p, len(body)):
+        scope = None if within is None else p.forward(within)
+        if scope is not None and not isinstance(scope, StmtCursor):
+            break  # the region itself was replaced
+        for cand in blocks(p, len(body), scope):
             block = p.forward(cand)
             if not isinstance(block, BlockCursor) or len(block) != len(body):
                 continue  # inside an earlier replaced block

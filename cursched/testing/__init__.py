@@ -5,6 +5,10 @@ on random inputs; ``random_args(p, rng)`` draws inputs satisfying a proc's asser
 plugin (the ``golden`` fixture) lives in ``cursched.testing.plugin``.
 """
 
-from cursched.testing.equivalence import assert_equivalent, random_args
+from cursched.testing.equivalence import (
+    UnsatisfiableAssertsError,
+    assert_equivalent,
+    random_args,
+)
 
-__all__ = ["assert_equivalent", "random_args"]
+__all__ = ["UnsatisfiableAssertsError", "assert_equivalent", "random_args"]

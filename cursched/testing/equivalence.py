@@ -20,12 +20,13 @@ import numpy as np
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp import eval_control, interpret, procdef_of
 from cursched.interp.values import fmt_expr
-from cursched.ir.nodes import FnArg, ProcDef
+from cursched.ir.nodes import FnArg, ProcDef, StrideExpr
 from cursched.ir.symbols import Sym
+from cursched.ir.traversal import walk_expr
 from cursched.ir.types import ControlType, DataType, TensorType, Type
-from cursched.testing.sizes import draw_controls
+from cursched.testing.sizes import UnsatisfiableAssertsError, draw_controls
 
-__all__ = ["DEFAULT_TOLERANCES", "assert_equivalent", "random_args"]
+__all__ = ["DEFAULT_TOLERANCES", "UnsatisfiableAssertsError", "assert_equivalent", "random_args"]
 
 #: (rtol, atol) by numpy dtype name, for float outputs when none is given.
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -75,8 +76,9 @@ def random_args(
         floats are drawn normal, integers small (-8..8, or 0..8 unsigned).
 
     Raises:
-        ArgumentError: no assignment satisfying the asserts was found, or ``sizes`` names an
-            argument that is not a control argument.
+        UnsatisfiableAssertsError: no assignment satisfying the asserts was found (they
+            contradict each other, or a ``stride`` assert no drawn array meets).
+        ArgumentError: ``sizes`` names an argument that is not a control argument.
     """
     pd = procdef_of(p)
     values: dict[Sym, Any] = dict(draw_controls(pd, rng, sizes or {}))
@@ -94,7 +96,28 @@ def random_args(
                 out[a.sym.name] = arr
             case _:
                 assert_never(t)
+    _check_stride_asserts(pd, values)
     return out
+
+
+def _check_stride_asserts(pd: ProcDef, values: Mapping[Sym, Any]) -> None:
+    """Refuse inputs whose arrays break an assert on strides (``draw_controls`` cannot see
+    those): no input this generator makes can satisfy it, so say so instead of letting the
+    interpreter fail on entry."""
+    for pred in pd.preds:
+        if not any(isinstance(x, StrideExpr) for x in walk_expr(pred)):
+            continue
+        if not eval_control(pred, values):
+            strides = ", ".join(
+                f"{a.sym.name}: {tuple(s // values[a.sym].itemsize for s in values[a.sym].strides)}"
+                for a in pd.args
+                if isinstance(a.type, TensorType)
+            )
+            raise UnsatisfiableAssertsError(
+                f"no inputs assert_equivalent can draw satisfy assert {fmt_expr(pred)} of"
+                f" {pd.name}: tensor arguments are contiguous and window arguments get rows"
+                f" padded by 3 elements (drawn element strides: {strides})"
+            )
 
 
 def _clone(v: object) -> object:
@@ -209,6 +232,9 @@ def assert_equivalent(
         AssertionError: the signatures differ, ``q`` fails where ``p`` runs, or an output
             differs (the message gives the trial's control values, the output, the first
             differing index and both values).
+        UnsatisfiableAssertsError: no inputs satisfying ``p``'s asserts could be drawn
+            (an ``ArgumentError``; the message says whether the asserts contradict each
+            other).
         InterpreterError: ``p`` itself fails on the drawn inputs.
     """
     pd, qd = procdef_of(p), procdef_of(q)

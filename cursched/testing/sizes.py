@@ -198,7 +198,28 @@ def draw_controls(
         if ok(values):
             return values
     preds = "; ".join(fmt_expr(e) for e in pd.preds)
-    raise ArgumentError(
-        f"could not draw arguments of {pd.name} satisfying its asserts ({preds}); "
+    if not sizes and _provably_unsatisfiable(pd):
+        raise UnsatisfiableAssertsError(
+            f"no inputs satisfy the asserts of {pd.name} ({preds}): they contradict each other"
+            " (or the sizes' positivity), so there is nothing to run it on"
+        )
+    given = f" with {dict(sizes)} pinned" if sizes else ""
+    raise UnsatisfiableAssertsError(
+        f"could not draw arguments of {pd.name} satisfying its asserts ({preds}){given}; "
         "pin some with sizes={...}"
     )
+
+
+class UnsatisfiableAssertsError(ArgumentError):
+    """No inputs satisfying a proc's asserts were found to run it on: the asserts contradict
+    each other (proved), or none of the values tried satisfy them, or the arrays the
+    generator makes cannot satisfy their ``stride`` asserts."""
+
+
+def _provably_unsatisfiable(pd: ProcDef) -> bool:
+    """Whether the asserts (and positive sizes) have no solution at all (SMT)."""
+    from cursched.analysis import smt
+    from cursched.analysis.context import proc_props
+
+    # proc_props drops what is not affine: a contradiction among the rest is one in all
+    return smt.satisfiable(proc_props(pd)) is None

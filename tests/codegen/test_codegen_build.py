@@ -48,10 +48,11 @@ def test_library_appears_only_by_rename(fresh_cache: Path, monkeypatch: pytest.M
     monkeypatch.setattr(build.os, "replace", spy)
     r = build_library("atomic", SOURCE, ("-O1",))
     lib_renames = [x for x in renames if x[1] == str(r.lib_path)]
-    # the library was written elsewhere, complete, then renamed into place
+    # the library was written elsewhere (a private temporary directory of the cache, so
+    # nothing walking the cache sees it half-written), complete, then renamed into place
     assert len(lib_renames) == 1
     src, _, existed = lib_renames[0]
-    assert Path(src).parent == fresh_cache and Path(src).name.startswith(".tmp-")
+    assert Path(src).parent.parent == fresh_cache and Path(src).parent.name.startswith(".tmp-")
     assert not existed
 
 

@@ -11,7 +11,8 @@ have written. What it contains, by design (each feeds some primitive's precondit
 - ifs on control conditions (``i < 2``, ``i % 2 == 0``, ``n > 3``), with and without ``else``;
 - allocations (``[4]``, ``[8]``, ``[4, 4]``, fully initialised before they are read, so no
   result depends on uninitialised memory), windows (``w = x[i:i + 2]``), calls of a small
-  proc (``addone``) and of an instruction (``vadd4``) together with loops that match its body
+  proc (``addone``; ``acc2`` on two overlapping windows of one buffer) and of an instruction
+  (``vadd4``) together with loops that match its body
   (so ``replace`` has something to accept).
 
 Indices stay in bounds by construction: a loop variable is "big" (below ``n``), "small"
@@ -45,6 +46,14 @@ def addtwo(k: size, a: [f32][k] @ DRAM):
         a[q] += 2.0
 """
 
+# called with two windows into one buffer (``x[b + 1:b + 3], x[b:b + 2]``): the C backend
+# must not declare the pointers ``restrict`` (issue 11, finding 1)
+ACC2 = """
+def acc2(k: size, dst: [f32][k] @ DRAM, src: [f32][k] @ DRAM):
+    for q in seq(0, k):
+        dst[q] += src[q]
+"""
+
 VADD4 = """
 @instr("vadd4({dst_data}, {src_data});")
 def vadd4(dst: [f32][4] @ DRAM, src: [f32][4] @ DRAM):
@@ -65,7 +74,7 @@ def vload4a(off: index, dst: [f32][4] @ DRAM, src: [f32][4] @ DRAM):
 def make_env() -> dict[str, object]:
     """The names the generated procs may use: memories, ``addone``, ``vadd4``, ``vload4a``."""
     env: dict[str, object] = {"DRAM": DRAM, "DRAM_STACK": DRAM_STACK}
-    for text in (ADDONE, ADDTWO, VADD4, VLOAD4A):
+    for text in (ADDONE, ADDTWO, ACC2, VADD4, VLOAD4A):
         p = Proc(parse_source(text, env))
         env[p.name()] = p
     return env
@@ -341,13 +350,15 @@ def loop_nest(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
 @st.composite
 def stmt(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
     """One statement (or a short group: an allocation with its initialisation)."""
-    kinds = ["write", "write", "write", "alloc", "scalar", "window", "call", "shape"]
+    kinds = ["write", "write", "write", "alloc", "scalar", "window", "call", "shape", "pass"]
     if sc.depth < 3:
         kinds += ["loop", "loop", "loop", "if", "if"]
     kind = draw(st.sampled_from(kinds))
     pad = "    "
     if kind == "write":
         return draw(write(sc))
+    if kind == "pass":  # what delete_pass removes
+        return ["pass"]
     if kind == "shape":
         return draw(shaped(sc, names))
     if kind == "loop":
@@ -396,7 +407,14 @@ def stmt(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
         return [f"{w} = {view}", f"{w}[{k}] {op} {draw(data_expr(sc))} + {w}[{1 - k}]"]
     # a call: addone on a window of x, y or a row of z, or vadd4 on two 4-element windows
     base = draw(big_index(sc))
-    which = draw(st.integers(0, 2))
+    which = draw(st.integers(0, 3))
+    if which == 3:  # overlapping windows into one buffer, shifted either way
+        buf = draw(st.sampled_from(["x", "y"]))
+        a, b = draw(st.sampled_from([("1", "0"), ("0", "1"), ("0", "0")]))
+        # 8 elements (so that the callee's loop vectorises), from a plain big variable
+        v = draw(st.sampled_from(sc.big)) if sc.big else "0"
+        w = f"{buf}[{v} + {{}}:{v} + {{}} + 8]"
+        return [f"acc2(8, {w.format(a, a)}, {w.format(b, b)})"]
     if which == 0:
         width = draw(st.integers(1, 4))
         return [f"addone({width}, {draw(st.sampled_from(['x', 'y']))}[{base}:{base} + {width}])"]

@@ -34,7 +34,7 @@ from cursched.cursors import (
     StmtCursor,
     WindowStmtCursor,
 )
-from cursched.ir.nodes import Assign, Read, Reduce, Stmt
+from cursched.ir.nodes import CUDA_AXES, Assign, Read, Reduce, Stmt
 from cursched.ir.printer import print_expr
 from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr
 from cursched.ir.types import TensorType
@@ -470,6 +470,24 @@ def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, *pick(data, same if len(same) > 0 and data.draw(st.integers(0, 3)) > 0 else pairs))
 
 
+def _scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    name = data.draw(st.sampled_from(["k", "region"]))
+    return f(p, a_block(p, data), name, target=data.draw(st.sampled_from([None, "cuda"])))
+
+
+def _a_scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, ScopeCursor)))
+
+
+def _bind_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(CUDA_AXES)))
+
+
+def _insert_barrier(f: Any, p: Proc, data: st.DataObject) -> Any:
+    s = pick(data, stmts(p))
+    return f(p, s.after() if data.draw(st.booleans()) else s.before())
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _one_loop,
@@ -520,6 +538,11 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "fold_into_reduce": _fold_into_reduce,
     "lift_reduce_constant": _lift_reduce_constant,
     "scan_fuse": _scan_fuse,
+    "scope": _scope,
+    "unscope": _a_scope,
+    "bind_loop": _bind_loop,
+    "insert_barrier": _insert_barrier,
+    "insert_barriers": _a_scope,
 }
 
 # where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)
@@ -544,11 +567,28 @@ def available_steps() -> list[tuple[str, Any, Any]]:
     chosen = [(n, f, STEPS[n]) for n, f in sorted(found.items()) if not only or n in only]
     # the primitives with a dependence or range argument get three times the draws of those
     # that rarely refuse (renames, memories, commuting, binding)
-    return [c for c in chosen for _ in range(1 if c[0] in _EASY else 3)]
+    # and those a campaign rarely saw accepted (issue 11: 0 to 5 in 4,944 schedules) six
+    return [c for c in chosen for _ in range(6 if c[0] in _RARE else 1 if c[0] in _EASY else 3)]
+
+
+_RARE = {
+    "reorder_loops",
+    "merge_writes",
+    "reuse_buffer",
+    "remove_loop",
+    "delete_pass",
+    "join_loops",
+    "left_reassociate_expr",
+}
 
 
 _EASY = {
     "bind_expr",
+    "scope",
+    "unscope",
+    "bind_loop",
+    "insert_barrier",
+    "insert_barriers",
     "commute_expr",
     "rename",
     "insert_pass",

@@ -59,6 +59,7 @@ from cursched.ir.traversal import map_expr_children, map_stmt_children, subst_st
 from cursched.ir.types import BOOL, F32, INDEX, ControlType, TensorType
 from cursched.ir.verify import verify_proc
 from cursched.testing import assert_equivalent
+from tests.primitives.fuzzcompile import compare_compiled, compilable
 from tests.primitives.fuzzgen import ENV, HELPERS, proc_text
 from tests.primitives.fuzzsteps import NoTarget, available_steps
 
@@ -167,11 +168,14 @@ def check_history(original: Proc, new: Proc) -> None:
     )
 
 
-def run_schedule(text: str, data: st.DataObject, log: list[str]) -> None:
+def run_schedule(
+    text: str, data: st.DataObject, log: list[str], accepted: list[Proc] | None = None
+) -> None:
     """Apply a random sequence of primitives to the proc of ``text``, checking each step.
 
     ``log`` receives each call made (accepted or not); a finding carries a note with the proc
-    before the failing step and the call, the start of its minimisation.
+    before the failing step and the call, the start of its minimisation. ``accepted``, when
+    given, receives the proc of every accepted step (for ``fuzzcompile.compare_compiled``).
     """
     try:
         original = make(text)
@@ -215,6 +219,8 @@ def run_schedule(text: str, data: st.DataObject, log: list[str]) -> None:
             raise
         log[-1] += "  # accepted"
         p = new
+        if accepted is not None:
+            accepted.append(p)
 
 
 @settings(
@@ -229,6 +235,29 @@ def run_schedule(text: str, data: st.DataObject, log: list[str]) -> None:
 @given(text=proc_text(), data=st.data())
 def test_random_schedules_are_sound(text: str, data: st.DataObject) -> None:
     run_schedule(text, data, [])
+
+
+def test_accepted_schedules_compile_to_the_interpreters_results() -> None:
+    """Oracle 2 (issue 11, finding 5): a sample of accepted schedules, compiled in one C unit,
+    gives the interpreter's results on the same inputs."""
+    found: list[Proc] = []
+
+    @settings(
+        max_examples=20,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(text=proc_text(), data=st.data())
+    def collect(text: str, data: st.DataObject) -> None:
+        run_schedule(text, data, [], found)
+
+    collect()
+    sample = [p for p in found if compilable(p.ir())]
+    assert len(sample) >= 5, f"only {len(sample)} compilable accepted schedules drawn"
+    mismatches = compare_compiled(sample)
+    assert not mismatches, "\n".join(f"{m}\n{Proc(m.proc)}" for m in mismatches)
 
 
 def test_every_exported_primitive_has_a_step() -> None:

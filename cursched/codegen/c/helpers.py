@@ -24,6 +24,30 @@ _FLOOR = {
 }
 
 
+#: Heap allocation (``cs_alloc``): the byte count is computed without overflow (an overflow
+#: or a negative extent asks for ``SIZE_MAX`` bytes, which ``malloc`` refuses), and a failure
+#: is counted in ``cs_alloc_failures``, which the runtime's entry shims report to Python
+#: (docs/semantics.md, "Sizes").
+_ALLOC = {
+    "cs_alloc": (
+        "static unsigned cs_alloc_failures;\n"
+        "\n"
+        "static inline size_t cs_mul_sz(size_t a, int_fast64_t b) {\n"
+        "    size_t r;\n"
+        "    if (b < 0 || __builtin_mul_overflow(a, (size_t)b, &r)) return SIZE_MAX;\n"
+        "    return r;\n"
+        "}\n"
+        "\n"
+        "static inline void *cs_malloc(size_t bytes) {\n"
+        "    /* malloc(0) may be NULL; an empty buffer still gets a distinct block */\n"
+        "    void *p = bytes == SIZE_MAX ? NULL : malloc(bytes ? bytes : 1);\n"
+        "    if (p == NULL) __atomic_fetch_add(&cs_alloc_failures, 1u, __ATOMIC_RELAXED);\n"
+        "    return p;\n"
+        "}"
+    ),
+}
+
+
 def _typed(name: str) -> str:
     """C text of a per-type helper ``cs_<kind>_<ctype>``."""
     _, kind, ct = name.split("_", 2)
@@ -85,5 +109,6 @@ class Helpers:
         """C definitions of every needed helper, in a stable order."""
         out = []
         for name in sorted(self._needed):
-            out.append(_FLOOR[name] if name in _FLOOR else _typed(name))
+            fixed = _FLOOR.get(name) or _ALLOC.get(name)
+            out.append(fixed if fixed is not None else _typed(name))
         return "\n\n".join(out)

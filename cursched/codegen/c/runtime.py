@@ -12,6 +12,12 @@ pointer out of the object (``CS_NP_DATA``), which is far cheaper than ``ndarray.
 call. The offset is verified once per process against ``ndarray.ctypes.data``; if it ever
 disagrees, the wrapper falls back to passing ``ndarray.ctypes.data`` to the plain function.
 ctypes releases the GIL during the call (``CDLL``, not ``PyDLL``).
+
+The shim also refuses overlapping arrays (docs/semantics.md, "Aliasing"): two arrays whose
+byte spans meet while the proc writes one, or a written window whose strides may reach one
+element twice, make it return a code before any C runs; the wrapper then decides exactly
+(``np.shares_memory``), raising ``ArgumentError`` or calling again unchecked. A failed heap
+allocation inside the call makes it return -1: ``AllocationError``.
 """
 
 from __future__ import annotations
@@ -21,19 +27,30 @@ import functools
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from cursched.codegen.build import SANITIZE_CFLAGS, BuildResult, build_library, default_cflags
+from cursched.codegen.build import (
+    SANITIZE_CFLAGS,
+    BuildResult,
+    build_library,
+    default_cflags,
+    load_library,
+)
 from cursched.codegen.c.expressions import row_major
 from cursched.codegen.c.naming import sanitize as c_ident
 from cursched.codegen.c.pyexpr import py_ctrl
 from cursched.codegen.c.unit import CFunction, generate_unit
 from cursched.codegen.c.vector_math import VECTOR_MATH_CFLAGS, with_vector_math
 from cursched.codegen.cpu import check_features
-from cursched.errors import ArgumentError
+from cursched.errors import (
+    AllocationError,
+    ArgumentError,
+    CodegenError,
+    CurschedError,
+    at_boundary,
+)
 from cursched.ir.nodes import ProcDef
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
@@ -41,17 +58,50 @@ from cursched.ir.traversal import written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
 _MAX_INT = 2**62  # sizes and indices stay far from int64 overflow in index arithmetic
-_LIBS: dict[Path, ctypes.CDLL] = {}
 
 
 @functools.cache
 def np_data_offset_ok() -> bool:
-    """Whether an ndarray's data pointer sits right after the object header (CPython)."""
-    base = np.arange(8, dtype=np.float64)
-    for a in (base, base[3:], np.zeros((), np.int8)):
-        if ctypes.c_void_p.from_address(id(a) + 16).value != a.ctypes.data:
+    """Whether an ndarray's fields sit where the entry shims read them (CPython's layout:
+    data pointer right after the object header, then ``nd``, ``dimensions``, ``strides``)."""
+    base = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    for a in (base, base[1:, ::-1, ::2], base.T, np.zeros((), np.int8), np.arange(3)[1:]):
+        at = id(a) + 16
+        if ctypes.c_void_p.from_address(at).value != a.ctypes.data:
             return False
+        if ctypes.c_int.from_address(at + 8).value != a.ndim:
+            return False
+        if a.ndim:
+            dims = ctypes.c_void_p.from_address(at + 16).value
+            strides = ctypes.c_void_p.from_address(at + 24).value
+            if dims is None or strides is None:
+                return False
+            shape = (ctypes.c_ssize_t * a.ndim).from_address(dims)
+            steps = (ctypes.c_ssize_t * a.ndim).from_address(strides)
+            if tuple(shape) != a.shape or tuple(steps) != a.strides:
+                return False
     return True
+
+
+def self_overlaps(a: np.ndarray[Any, Any]) -> bool:
+    """Whether two distinct indices of ``a`` reach the same element (exact up to 2**20
+    elements; larger arrays that the shim's quick test flagged count as overlapping)."""
+    if a.size <= 1:
+        return False
+    if a.size > 2**20:
+        return True
+    offsets = np.zeros(1, np.int64)
+    for n, s in zip(a.shape, a.strides, strict=True):
+        offsets = (offsets[:, None] + np.arange(n, dtype=np.int64) * s).ravel()
+    return bool(np.unique(offsets).size != offsets.size)
+
+
+def shares_memory(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
+    """numpy's exact test (a problem it finds too hard counts as shared)."""
+    try:
+        return bool(np.shares_memory(a, b))
+    except np.exceptions.TooHardError:
+        return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +223,42 @@ class Checker:
             k, f"strides {v.strides} are not multiples of the element size {v.itemsize}"
         )
 
-    def alias(self, i: int, j: int) -> None:
-        raise ArgumentError(
-            f"{self.proc.name}: arguments '{self.names[i]}' and '{self.names[j]}' are the same"
-            " array and the proc writes one of them (C assumes they do not alias)"
-        )
+    def overlaps(self, values: tuple[Any, ...]) -> None:
+        """Refuse arrays that share memory while the proc writes one of them, and written
+        windows that overlap themselves (docs/semantics.md, "Aliasing")."""
+        arrays = [k for k, s in enumerate(self.specs) if s.kind in ("scalar", "tensor", "window")]
+        for x, i in enumerate(arrays):
+            for j in arrays[x + 1 :]:
+                si, sj = self.specs[i], self.specs[j]
+                if (si.written or sj.written) and shares_memory(values[i], values[j]):
+                    both = "both" if si.written and sj.written else "one of them"
+                    how = "are the same array" if values[i] is values[j] else "share memory"
+                    raise ArgumentError(
+                        f"{self.proc.name}: arguments '{si.name}' and '{sj.name}' {how}"
+                        f" and the proc writes {both}; pass arrays that do not overlap"
+                        " (e.g. a copy of the one it reads)"
+                    )
+            s = self.specs[i]
+            if s.kind == "window" and s.written and self_overlaps(values[i]):
+                raise self._err(
+                    i,
+                    f"the proc writes it, but its strides {values[i].strides} make distinct"
+                    " indices reach the same element",
+                )
+
+    def status(self, r: int, values: tuple[Any, ...], again: Callable[[], int]) -> None:
+        """Act on a nonzero result of an entry shim (see ``unit._entry_text``): check the
+        overlap it flagged exactly (and every other pair), then run ``again`` unchecked."""
+        if r > 0:
+            self.overlaps(values)
+            r = again()
+        if r == -1:
+            raise AllocationError(
+                f"{self.proc.name}: a buffer could not be allocated (out of memory, or its"
+                " size overflows); the outputs are not valid"
+            )
+        if r != 0:
+            raise CodegenError(f"entry shim of {self.proc.name} returned {r}")
 
     def assert_failed(self, k: int, values: tuple[Any, ...]) -> None:
         shown = ", ".join(
@@ -275,20 +356,39 @@ def _wrapper_source(p: ProcDef, specs: tuple[ArgSpec, ...], shim: bool) -> str:
             for d in range(rank):
                 add(f"    s{k}_{d} = st[{d}] // {isz}")
                 call_args.append(f"s{k}_{d}")
-    for i in arrays:
-        for j in arrays:
-            if i < j and (specs[i].written or specs[j].written):
-                add(f"    if a{i} is a{j}:")
-                add(f"        _c.alias({i}, {j})")
     for k, pred in enumerate(p.preds):
         add(f"    if not {py_ctrl(pred, local, stride)}:")
         add(f"        _c.assert_failed({k}, ({', '.join(local[a.sym] for a in p.args)},))")
-    add(f"    _fn({', '.join(call_args)})")
+    everything = f"({', '.join(local[a.sym] for a in p.args)}{',' if n == 1 else ''})"
+    if shim:
+        # The shim checks overlaps (cs_check = 1) and reports failed allocations.
+        add(f"    r = _fn(1, {', '.join(call_args)})")
+        add("    if r:")
+        add(f"        _c.status(r, {everything}, lambda: _fn(0, {', '.join(call_args)}))")
+    else:
+        conflict = any(
+            specs[i].written or specs[j].written for i in arrays for j in arrays if i < j
+        ) or any(specs[k].written and specs[k].kind == "window" for k in arrays)
+        if conflict:
+            add(f"    _c.overlaps({everything})")
+        add("    before = _failures()")
+        add(f"    _fn({', '.join(call_args)})")
+        add("    if _failures() != before:")
+        add("        _c.status(-1, (), int)")
     return "\n".join(lines) + "\n"
 
 
+def _at_boundary(src: str) -> str:
+    """``call``'s source with its body inside ``try``: an error raised by a check in
+    ``Checker`` leaves through ``errors.at_boundary``, so the user's traceback shows their line
+    and ``call``'s, not the checker's frames (``try`` costs nothing on the fast path)."""
+    head, *body = src.rstrip("\n").split("\n")
+    tail = ["    except _CE as e:", "        raise _boundary(e) from None"]
+    return "\n".join([head, "    try:", *("    " + ln for ln in body), *tail]) + "\n"
+
+
 def _ctypes_argtypes(f: CFunction, shim: bool) -> list[Any]:
-    out: list[Any] = []
+    out: list[Any] = [ctypes.c_int64] if shim else []  # the shim's ``cs_check``
     for cp in f.params:
         t = cp.arg.type
         if isinstance(t, ControlType):
@@ -299,11 +399,12 @@ def _ctypes_argtypes(f: CFunction, shim: bool) -> list[Any]:
     return out
 
 
-def _load(path: Path) -> ctypes.CDLL:
-    lib = _LIBS.get(path)
-    if lib is None:
-        lib = _LIBS[path] = ctypes.CDLL(str(path))
-    return lib
+def _failure_count(built: BuildResult, root: str) -> Callable[[], int]:
+    """Reads the unit's count of failed allocations (for calls without the entry shim)."""
+    fn = getattr(load_library(built), f"cs_alloc_failures_{root}")
+    fn.argtypes = []
+    fn.restype = ctypes.c_uint
+    return fn  # type: ignore[no-any-return]
 
 
 def compile_proc(
@@ -345,7 +446,9 @@ def compile_proc(
         ArgumentError: (from the callable) an argument does not fit the signature or asserts.
     """
     shim = np_data_offset_ok()
-    unit = generate_unit(c_ident(p.name), [p], entry=shim)
+    # The shims are always built: without them (another array layout) a call still reads
+    # the unit's failed-allocation count through one of them.
+    unit = generate_unit(c_ident(p.name), [p], entry=True)
     check_features(unit.requires, f"compiling {p.name}")
     flags = tuple(SANITIZE_CFLAGS if sanitize else (cflags or default_cflags()))
     flags += tuple(extra_cflags)
@@ -366,14 +469,18 @@ def compile_proc(
 
         runner = fn = SanitizedCall(built.lib_path, entry, _ctypes_argtypes(root, shim))
     else:
-        fn = getattr(_load(built.lib_path), entry)
+        fn = getattr(load_library(built), entry)
         fn.argtypes = _ctypes_argtypes(root, shim)
-        fn.restype = None
+        fn.restype = ctypes.c_int if shim else None
     ns: dict[str, Any] = {"_c": Checker(p, specs), "_fn": fn, "_nd": np.ndarray, "_sc": ((), (1,))}
+    if not shim:
+        # (a sanitized library cannot be loaded here: its failures go unseen)
+        ns["_failures"] = int if sanitize else _failure_count(built, root.cname)
     for s in specs:
         if s.dtype is not None:
             ns[f"_dt{s.index}"] = s.dtype
-    src = _wrapper_source(p, specs, shim)
+    ns.update(_CE=CurschedError, _boundary=at_boundary)
+    src = _at_boundary(_wrapper_source(p, specs, shim))
     exec(compile(src, f"<cursched wrapper of {p.name}>", "exec"), ns)
     call: Callable[..., None] = ns["call"]
     for attr, val in (

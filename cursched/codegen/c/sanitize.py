@@ -62,7 +62,9 @@ class SanitizedCall:
         self.argtypes = argtypes
         self.last_report = ""
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any) -> int:
+        """Run the entry in the child; returns its status (0 when it returns nothing)."""
+        status = 0
         items: list[tuple[Any, ...]] = []
         for a, t in zip(args, self.argtypes, strict=True):
             if isinstance(a, np.ndarray):
@@ -88,7 +90,7 @@ class SanitizedCall:
             )
             self.last_report = r.stderr
             if out.exists():
-                results = pickle.loads(out.read_bytes())
+                status, results = pickle.loads(out.read_bytes())
                 for a, data in zip(args, results, strict=True):
                     if data is not None and isinstance(a, np.ndarray) and a.flags.writeable:
                         lo, _ = _span(a)
@@ -101,3 +103,4 @@ class SanitizedCall:
             raise CodegenError(
                 f"sanitizer report from {self.entry} (exit {r.returncode}):\n{r.stderr}"
             )
+        return int(status)

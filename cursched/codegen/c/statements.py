@@ -7,15 +7,18 @@ in argument order:
 * ``bool`` argument ``b``: ``bool b``.
 * data scalar ``x: f32``: ``float *x`` (one element, by reference).
 * tensor ``A: f32[n, m]``: ``float *restrict A``, row-major and contiguous; its strides are
-  implied by the shape.
+  implied by the shape. ``restrict`` only where no call of the unit may pass it memory that
+  overlaps another argument (``cursched.analysis.aliasing``), else a plain pointer.
 * window ``A: [f32][n, m]``: ``float *restrict A, int_fast64_t A_stride_0,
   int_fast64_t A_stride_1``: a pointer to element ``[0, 0]`` and one element stride per
   dimension (any value, including 0 or negative).
 
 Asserts become ``if (!(cond)) __builtin_unreachable();`` (the Python wrapper checks them before
 any C runs). Allocations in ``DRAM`` live on the stack when their shape is constant and they
-take at most ``STACK_LIMIT`` bytes, on the heap otherwise, freed at the end of their block
-(procs have no early exits); other memories use their ``c_alloc``/``c_free`` hooks. ``par``
+take at most ``STACK_LIMIT`` bytes, on the heap otherwise, freed at the end of their block;
+a heap allocation's size is computed without overflow and its result checked for NULL (a
+failure skips the rest of the enclosing loop body or function, see
+``FunctionGen._alloc_failed``); other memories use their ``c_alloc``/``c_free`` hooks. ``par``
 loops are ``#pragma omp parallel for`` loops.
 
 Instruction procs are expanded through their C template. Placeholders, for a parameter ``x``:
@@ -90,8 +93,13 @@ def _opaque(mem: type[Memory] | None) -> str | None:
     return None if mem is None or mem.addressable else mem.name()
 
 
-def c_params(p: ProcDef, names: Namer) -> tuple[CParam, ...]:
-    """Bind every argument of ``p`` in ``names`` and return the C parameters (the ABI)."""
+def c_params(p: ProcDef, names: Namer, aliased: frozenset[int] = frozenset()) -> tuple[CParam, ...]:
+    """Bind every argument of ``p`` in ``names`` and return the C parameters (the ABI).
+
+    ``aliased`` holds the positions of tensor parameters that some call of the unit may pass
+    overlapping memory (``cursched.analysis.aliasing``): they are plain pointers, every
+    other tensor pointer is ``restrict``.
+    """
     for a in p.args:
         if a.mem is not None and a.mem.target != "c":
             raise CodegenError(
@@ -107,7 +115,7 @@ def c_params(p: ProcDef, names: Namer) -> tuple[CParam, ...]:
     for a in p.args:
         names.bind(a.sym)
     out: list[CParam] = []
-    for a in p.args:
+    for k, a in enumerate(p.args):
         n = names.name(a.sym)
         t = a.type
         match t:
@@ -117,7 +125,8 @@ def c_params(p: ProcDef, names: Namer) -> tuple[CParam, ...]:
             case DataType():
                 out.append(CParam(a, (n,), f"{t.c_name} *{n}"))
             case TensorType():
-                decls = [f"{t.elem.c_name} *restrict {n}"]
+                qual = "" if k in aliased else "restrict "
+                decls = [f"{t.elem.c_name} *{qual}{n}"]
                 strides: list[str] = []
                 if t.window:
                     for k in range(t.rank()):
@@ -144,14 +153,18 @@ class FunctionGen:
         taken: set[str],
         helpers: Helpers,
         callee_name: Callable[[ProcDef], str],
+        aliased: frozenset[int] = frozenset(),
     ) -> None:
         self.p = p
         self.cname = cname
         self.names = Namer(taken)
         self.ex = ExprGen(self.names, helpers)
         self.callee_name = callee_name
-        self.params = c_params(p, self.names)
+        self.params = c_params(p, self.names, aliased)
         self.par_depth = 0  # inside a par loop: nested par loops run sequentially
+        # The blocks being printed, innermost last: the buffers each has allocated so far
+        # (their ``free`` text) and whether it is a loop body (see ``_alloc_failed``).
+        self.open_blocks: list[tuple[list[str], bool]] = []
         for cp in self.params:
             self._bind_arg(cp)
 
@@ -187,17 +200,23 @@ class FunctionGen:
 
     # -- statements ------------------------------------------------------------------------
     def block(
-        self, body: tuple[Stmt, ...], ind: str, pre: Callable[[], None] | None = None
+        self,
+        body: tuple[Stmt, ...],
+        ind: str,
+        pre: Callable[[], None] | None = None,
+        loop_body: bool = False,
     ) -> list[str]:
         self.names.push()
         if pre is not None:
             pre()
         frees: list[str] = []
+        self.open_blocks.append((frees, loop_body))
         lines: list[str] = []
         for s in body:
             lines += self.stmt(s, ind, frees)
         for f in reversed(frees):
             lines += _indent(f, ind)
+        self.open_blocks.pop()
         self.names.pop()
         return lines
 
@@ -271,7 +290,7 @@ class FunctionGen:
         # One parallel region per outermost par loop: nested ones would each start a team
         # of one thread (OpenMP disables nested parallelism by default) for nothing.
         self.par_depth += s.mode == "par"
-        body = self.block(s.body, ind + IND, pre=bind_iter)
+        body = self.block(s.body, ind + IND, pre=bind_iter, loop_body=True)
         self.par_depth -= s.mode == "par"
         return [*head, *body, ind + "}"]
 
@@ -297,8 +316,39 @@ class FunctionGen:
             for d in shape[1:]:
                 count = mul(count, d)
             return [f"{ind}{ct} {name}[{count}];"]
+        if not _uses_malloc(mem):
+            frees.append(mem.c_free(name, ct, shape))
+            return _indent(mem.c_alloc(name, ct, shape), ind)
+        # The default heap allocation, checked: see ``_alloc_failed``.
+        self.ex.helpers.need("cs_alloc")
+        nbytes_c = f"sizeof({ct})"
+        for d in shape:
+            nbytes_c = f"cs_mul_sz({nbytes_c}, {strip(d)})"
+        out = [
+            f"{ind}{ct} *{name} = ({ct} *)cs_malloc({nbytes_c});",
+            f"{ind}if ({name} == NULL) {{",
+            *self._alloc_failed(ind + IND),
+            f"{ind}}}",
+        ]
         frees.append(mem.c_free(name, ct, shape))
-        return _indent(mem.c_alloc(name, ct, shape), ind)
+        return out
+
+    def _alloc_failed(self, ind: str) -> list[str]:
+        """What follows a failed heap allocation (``cs_malloc`` has counted it).
+
+        The rest of the innermost enclosing loop body of this function is skipped
+        (``continue``), or the rest of the function when there is none (``return``), after
+        freeing what the skipped blocks allocated so far. Control flow and indices never
+        depend on data, so running on with some outputs unwritten stays in bounds; the entry
+        shim sees the count change and the Python wrapper raises ``AllocationError``.
+        """
+        out: list[str] = []
+        for frees, loop_body in reversed(self.open_blocks):
+            for f in reversed(frees):
+                out += _indent(f, ind)
+            if loop_body:
+                return [*out, ind + "continue;"]
+        return [*out, ind + "return;"]
 
     # -- calls -----------------------------------------------------------------------------
     def _buffer_arg(self, e: Expr) -> Buffer:
@@ -387,6 +437,12 @@ def strip(s: str) -> str:
                 return s
         return s[1:-1]
     return s
+
+
+def _uses_malloc(mem: type[Memory]) -> bool:
+    """Whether ``mem`` allocates with ``Memory``'s own ``malloc`` (its ``c_alloc`` hook is not
+    overridden): those allocations get the checked ``cs_malloc`` instead."""
+    return getattr(mem.c_alloc, "__func__", None) is getattr(Memory.c_alloc, "__func__", None)
 
 
 def _const_bytes(t: TensorType) -> int | None:

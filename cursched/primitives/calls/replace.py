@@ -10,12 +10,22 @@ an instruction's asserts are proven where the call lands, never assumed.
 
 from __future__ import annotations
 
+from cursched.analysis.aliasing import call_overlaps, refusal, sequential_or_why
 from cursched.analysis.checks import SafetyError
 from cursched.analysis.conditions import check_call_preconditions
+from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
-from cursched.ir.nodes import Call
+from cursched.errors import (
+    AliasError,
+    BadArgumentError,
+    DependenceError,
+    NotProvenError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
+from cursched.ir.nodes import Call, ProcDef
+from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr
 from cursched.ir.types import ControlType
 from cursched.primitives.calls.unify import (
@@ -31,28 +41,34 @@ from cursched.proc import Proc
 NAME = "replace"
 
 
-class ReplaceNotProcError(SchedulingError):
+class ReplaceNotProcError(BadArgumentError):
     """replace, precondition 1: the replacement is not a ``Proc``."""
 
 
-class ReplaceMismatchError(SchedulingError):
+class ReplaceMismatchError(ShapeMismatchError):
     """replace, precondition 2: the block does not match the callee's body (structure,
     operators, types, loop bounds or accessed elements)."""
 
 
-class ReplaceMemoryError(SchedulingError):
+class ReplaceMemoryError(TypeMismatchError):
     """replace, precondition 3: a buffer of the block lives in another memory than the
     instruction's parameter requires."""
 
 
-class ReplaceUnboundError(SchedulingError):
+class ReplaceUnboundError(ShapeMismatchError):
     """replace, precondition 4: a parameter of the callee is not fixed by the block."""
 
 
-class ReplaceAssertError(SchedulingError):
+class ReplaceAssertError(NotProvenError):
     """replace, precondition 5: at the call site, an argument's shape, a window's bounds, a
     size's positivity or an assert of the callee (``stride`` conditions included) does not
     provably hold."""
+
+
+class ReplaceAliasError(AliasError, DependenceError):
+    """replace, precondition 6: two window arguments of the new call may overlap while the
+    instruction writes one of them (its C template may access them in another order than
+    its body)."""
 
 
 @prim_cursors
@@ -104,6 +120,12 @@ def replace(
            ``stride(src, 0) == 1``, ...) provably hold there (``ReplaceAssertError``, with a
            counterexample; the ``SafetyError`` is its ``__cause__``). This is what Exo 1.0's
            ``replace`` skips (Exo issue 758).
+        6. no two pointer arguments of the call may overlap while the callee writes one,
+           unless the callee is sequential (no instruction, no ``par`` loop) or they are
+           one window the callee touches pointwise (``add(acc, acc, y)``): an
+           instruction's template may load all, then store, which an overlap makes
+           observable (``ReplaceAliasError``, naming both windows; not skipped by
+           ``unsafe_skip_checks``). See docs/semantics.md, "Aliasing".
 
     Forwards/Kills:
         Kills the block's statements (hint: "replaced by a call of `instr`; use .call").
@@ -160,10 +182,25 @@ def replace(
             f"the call of {callee.name} would not be valid here: {shown}{given}",
             block,
         ) from e
+    _check_no_overlap(ed.ir, path, block)
     return ed.done(ReplaceCursors, call=NodeLoc(path))
 
 
+def _check_no_overlap(ir: ProcDef, path: Path, block: BlockCursor) -> None:
+    """Precondition 6 at the new call (the proc's own parameters count as separate: calls
+    of the proc are checked where they are, and the C backend checks the whole unit)."""
+    call = get_at(ir, path)
+    assert isinstance(call, Call)
+    why = sequential_or_why(call.proc)
+    if why is None:
+        return
+    for o in call_overlaps(call, context_of(ir, path), lambda _s: True):
+        if not o.pointwise:
+            raise fail(ReplaceAliasError, NAME, refusal(o, why), block)
+
+
 __all__ = [
+    "ReplaceAliasError",
     "ReplaceAssertError",
     "ReplaceCursors",
     "ReplaceMemoryError",

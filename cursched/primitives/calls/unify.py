@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.context import PathContext, context_of
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
+from cursched.ir.config import ConfigField
 from cursched.ir.externs import same_extern
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
@@ -61,7 +62,7 @@ from cursched.ir.traversal import free_syms_expr, map_expr_children, subst_expr
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 
 
-class UnifyError(SchedulingError):
+class UnifyError(ShapeMismatchError):
     """The block and the callee's body do not match (the message says where and why)."""
 
 
@@ -171,7 +172,12 @@ class Unifier:
                 self.block(p.orelse, c.orelse, orelse)
             case Assign() | Reduce():
                 assert isinstance(c, Assign | Reduce)
-                self.access(p.sym, p.idx, c.sym, c.idx, path, where)
+                if isinstance(p.sym, ConfigField):
+                    # a configuration field is global: the caller writes that very field
+                    if c.sym is not p.sym:
+                        raise UnifyError(f"`{_line(p)}` writes {p.sym.name}, not {c.sym.name}")
+                else:
+                    self.access(p.sym, p.idx, c.sym, c.idx, path, where)
                 self.data_expr(p.rhs, c.rhs, path, where)
             case Pass():
                 pass
@@ -293,6 +299,9 @@ class Unifier:
                 if not isinstance(c, Read) or c.type != p.type:
                     raise no()
                 self.scalar(p.sym, c, path, where)
+            case Read() if isinstance(p.sym, ConfigField):
+                if not (isinstance(c, Read) and c.sym is p.sym):
+                    raise no()
             case Read():
                 raise UnifyError(f"{print_expr(p)}: the callee reads a buffer of its own{where}")
             case BinOp():

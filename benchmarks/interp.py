@@ -1,0 +1,183 @@
+"""The reference interpreter against the one it replaced and against plain Python loops.
+
+Three runners, timed interleaved in one run (best of ``--repeat`` each, so that a loaded
+machine slows all of them alike):
+
+- ``new``: ``cursched.interp.interpret`` (each proc compiled to Python source);
+- ``old``: the closure-tree interpreter of commit ``b00ea71``, read with ``git show`` into a
+  temporary package (it is not part of cursched any more);
+- ``loop``: a plain Python loop nest over numpy arrays, without any check (hand-written for
+  sgemm; for the corpus, each proc's statements transliterated to Python over numpy arrays
+  and numpy scalars of the destination's type, as one would write them by hand).
+
+Measured: every corpus proc (``tests/corpus``) at its registered sizes, the same procs with
+every size argument scaled by ``--scale`` (where their inputs allow it), and a 64^3 sgemm.
+
+Usage:
+    python benchmarks/interp.py [--repeat 5] [--sgemm 64] [--scale 8] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from corpus import CASES
+from corpus.procs_kernels import sgemm
+
+from cursched.errors import CurschedError
+from cursched.interp import eval_control, interpret
+from cursched.ir.types import ControlType, TensorType
+
+OLD_COMMIT = "b00ea71"
+MODULES = ("__init__", "compile", "exprs", "run", "values")
+
+
+def load_old() -> Callable[..., None]:
+    """The interpreter of ``OLD_COMMIT``, as the package ``_old_interp`` in a temp dir."""
+    tmp = Path(tempfile.mkdtemp(prefix="cursched-old-interp-"))
+    pkg = tmp / "_old_interp"
+    pkg.mkdir()
+    for m in MODULES:
+        text = subprocess.run(
+            ["git", "show", f"{OLD_COMMIT}:cursched/interp/{m}.py"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        text = text.replace("cursched.interp.", "_old_interp.").replace(
+            "from cursched.interp import", "from _old_interp import"
+        )
+        (pkg / f"{m}.py").write_text(text)
+    sys.path.insert(0, str(tmp))
+    return importlib.import_module("_old_interp").interpret  # type: ignore[no-any-return]
+
+
+def copy_args(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in args.items()}
+
+
+def best(fn: Callable[[], Any], repeat: int) -> float:
+    out = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - t)
+    return out
+
+
+def timed(fn: Callable[..., Any], args: dict[str, Any]) -> float:
+    """Seconds of one ``fn(**args)`` on fresh copies (copying is not timed)."""
+    fresh = copy_args(args)
+    t = time.perf_counter()
+    fn(**fresh)
+    return time.perf_counter() - t
+
+
+def row(name: str, t: dict[str, float]) -> str:
+    return (
+        f"{name:24s} {t['old'] * 1e3:9.3f} {t['new'] * 1e3:9.3f} {t['loop'] * 1e3:9.3f}"
+        f" {t['old'] / t['new']:8.1f} {t['loop'] / t['new']:9.2f}"
+    )
+
+
+def scaled(pd: Any, args: dict[str, Any], k: int, rng: np.random.Generator) -> dict[str, Any]:
+    """``args`` with every size multiplied by ``k`` and new random tensors of the new shapes."""
+    out = dict(args)
+    values: dict[Any, Any] = {}
+    for a in pd.args:
+        if isinstance(a.type, ControlType):
+            v = args[a.sym.name] * k if a.type.name == "size" else args[a.sym.name]
+            out[a.sym.name] = values[a.sym] = v
+    for a in pd.args:
+        if isinstance(a.type, TensorType):
+            shape = tuple(eval_control(e, values) for e in a.type.shape)
+            dt = a.type.elem.np_dtype
+            data = rng.uniform(0.5, 2.0, shape) if dt.kind == "f" else rng.integers(0, 4, shape)
+            out[a.sym.name] = data.astype(dt)
+    return out
+
+
+def sgemm_loop(M: int, N: int, K: int, A: Any, B: Any, C: Any) -> None:
+    """sgemm as a plain Python triple loop over numpy arrays (numpy float32 scalars)."""
+    for i in range(M):
+        for j in range(N):
+            for k in range(K):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--sgemm", type=int, default=64, help="sgemm size n (n^3 multiply-adds)")
+    ap.add_argument("--scale", type=int, default=8, help="size factor of the scaled corpus")
+    ap.add_argument("--verbose", action="store_true", help="a row per proc when scaled too")
+    opts = ap.parse_args()
+    old = load_old()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import loops  # the transliterated plain loops (benchmarks/loops.py)
+
+    rng = np.random.default_rng(0)
+    print("machine: shared by several sessions (timings noisy; ratios are of one run)")
+    header = f"{'old ms':>9s} {'new ms':>9s} {'loop ms':>9s} {'old/new':>8s} {'loop/new':>9s}"
+    for scale in (1, opts.scale):
+        print(f"\n{f'corpus, sizes x{scale}':24s} {header}")
+        tot = {"old": 0.0, "new": 0.0, "loop": 0.0}
+        skipped = []
+        for case in CASES:
+            args = case.inputs(rng)
+            pd = case.proc.ir()
+            if scale != 1:
+                args = scaled(pd, args, scale, rng)
+            runners: dict[str, Callable[..., Any]] = {
+                "old": lambda pd=pd, **a: old(pd, **a),
+                "new": lambda pd=pd, **a: interpret(pd, **a),
+                "loop": loops.transliterate(pd),
+            }
+            try:
+                for f in runners.values():
+                    f(**copy_args(args))  # compile, warm up
+            except CurschedError:
+                skipped.append(case.name)  # scaled sizes break its asserts or bounds
+                continue
+            t = {k: float("inf") for k in runners}
+            for _ in range(opts.repeat):  # interleaved: each round times each runner once
+                for k, f in runners.items():
+                    t[k] = min(t[k], timed(f, args))
+            for k in tot:
+                tot[k] += t[k]
+            if opts.verbose or scale == 1:
+                print(row(case.name, t))
+        print(row("corpus total", tot))
+        if skipped:
+            print(f"  (not scalable, skipped: {', '.join(skipped)})")
+    n = opts.sgemm
+    A, B = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    C = np.zeros((n, n), np.float32)
+    pd = sgemm.ir()
+    interpret(pd, n, n, n, A, B, C.copy())
+    ts = {"old": float("inf"), "new": float("inf"), "loop": float("inf")}
+    for _ in range(max(1, opts.repeat // 2)):
+        ts["old"] = min(ts["old"], best(lambda: old(pd, n, n, n, A, B, C.copy()), 1))
+        ts["new"] = min(ts["new"], best(lambda: interpret(pd, n, n, n, A, B, C.copy()), 1))
+        ts["loop"] = min(ts["loop"], best(lambda: sgemm_loop(n, n, n, A, B, C.copy()), 1))
+    print(f"\n{'':24s} {header}")
+    print(row(f"sgemm {n}^3", ts))
+
+
+if __name__ == "__main__":
+    main()
