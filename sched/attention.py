@@ -32,7 +32,15 @@ row. The schedule:
    over the keys of the tile (the head columns past a multiple of ``PV_HEADS`` in a loop of
    their own, ``tail="cut"``);
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
-   results do not depend on the number of threads.
+   results do not depend on the number of threads;
+10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
+   (``split`` into 8 lanes, ``divide_dim`` + ``set_memory`` of the register tiles, each
+   operand bound to a register by ``bind_expr``/``expand_dim``/``fission``, then
+   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), the
+   running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
+   ``mm256_exp_ps``. Every reduction keeps the scalar program's order: each score sums over
+   the head dimension in order, each row's max, sum and output over the keys in order (each
+   product fused into its add, as the compiler contracts the scalar C code).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
