@@ -76,9 +76,9 @@ from cursched.primitives.loops import (
     unroll_loop,
 )
 from cursched.primitives.registry import PrimCursors, primitive, settings
-from cursched.primitives.scans import *  # noqa: F403
 from cursched.primitives.scans import (
     scan_fuse,
+    split_scan,
 )
 
 __all__ = [
@@ -140,6 +140,7 @@ __all__ = [
     "sink_alloc",
     "specialize",
     "split",
+    "split_scan",
     "split_write",
     "stage_mem",
     "unroll_buffer",
