@@ -1,7 +1,7 @@
 """cursched: a user-schedulable array language whose primitives return the cursors you need.
 
-Public API: the decorators ``proc`` and ``instr``, the ``Proc`` class, memories, data types,
-errors, and (from ``cursched.primitives``) every scheduling primitive.
+Public API: the decorators ``proc``, ``instr`` and ``config``, the ``Proc`` class, memories,
+data types, errors, and (from ``cursched.primitives``) every scheduling primitive.
 """
 
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
@@ -35,6 +35,7 @@ from cursched.errors import (
     TypeMismatchError,
 )
 from cursched.ir.barrier import SYNC_THREADS as _SYNC_THREADS
+from cursched.ir.config import config
 from cursched.ir.memory import (
     DRAM,
     DRAM_STACK,
@@ -91,6 +92,7 @@ __all__ = [
     "TypeMismatchError",
     "Verdict",
     "can",
+    "config",
     "instr",
     "proc",
     "sync_threads",

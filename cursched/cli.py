@@ -6,6 +6,7 @@ Usage::
                      [--target c|cuda]
     cursched show FILE.py:NAME [--history] [--unscheduled]
     cursched cache prune [--max-size SIZE] [--max-age DAYS]
+    cursched tune FILE.py [--budget N] [--db FILE.sqlite] ...   (see ``cursched.tune.cli``)
     cursched --version
 
 ``compile`` and ``show`` run FILE.py (with ``runpy``; ``__name__`` is not ``"__main__"``, so
@@ -45,6 +46,8 @@ from typing import Any
 
 from cursched.errors import CurschedError
 from cursched.proc import Proc
+from cursched.tune.cli import TuneCliError
+from cursched.tune.cli import add_parser as add_tune_parser
 
 #: The name of the function a schedule file defines to declare the procs it produces.
 SCHEDULED = "scheduled"
@@ -313,6 +316,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(run=_compile)
     s.set_defaults(run=_show)
     _add_cache_command(sub)
+    add_tune_parser(sub)
     return ap
 
 
@@ -359,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         status: int = args.run(args)
-    except CliError as e:
+    except (CliError, TuneCliError) as e:
         print(f"cursched: error: {e}", file=sys.stderr)
         return 1
     return status

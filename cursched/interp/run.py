@@ -21,7 +21,7 @@ import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp.compile import CompiledProc, Compiler
-from cursched.interp.exprs import CTRL_OPS
+from cursched.interp.exprs import CTRL_OPS, reset_config_state
 from cursched.interp.values import fmt_expr, to_python
 from cursched.ir.nodes import (
     BinOp,
@@ -102,6 +102,7 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
         flat, pairs = fast
         write_back = []
     cp.preds(*flat)
+    reset_config_state()
     try:
         if cp.uses_numpy:
             # numpy externs report overflow and NaN as floating-point errors, which tests

@@ -4,12 +4,40 @@ A memory is a class (never instantiated), compared by identity, as in Exo. The c
 describe how the C backend allocates, frees and addresses buffers in it; the IR itself only
 stores the class.
 
-Example:
-    >>> class AVX2(Memory):
-    ...     '''256-bit vector registers.'''
-    ...     @classmethod
-    ...     def c_alloc(cls, name: str, ctype: str, shape: tuple[str, ...]) -> str:
-    ...         return f"__m256 {name};"
+Hooks (class methods; every argument is C text; every default is plain row-major C):
+
+* ``c_global()``: text placed once at the top of the C file (``#include <immintrin.h>``).
+* ``c_alloc(name, ctype, shape)`` / ``c_free(...)``: declare and release an allocation.
+* ``c_window(name, ctype, shape, starts, dims)``: the C text a window of an allocation
+  becomes, i.e. what an instruction template's ``{x}``/``{x_data}`` reads. ``starts`` holds
+  the index of the window's first element in every dimension of the allocation, ``dims`` the
+  dimensions the window keeps. ``None`` (the default) means a pointer ``name + offset``.
+  A register memory returns an lvalue instead: for ``Ct: f32[4, 8] @ AVX2``, declared as
+  ``__m256 Ct[4];``, the window ``Ct[i, 0:8]`` is ``Ct[i]`` (Exo's ``window`` hook).
+* ``c_access(name, ctype, shape, idx)``: the C lvalue of one element (Exo's ``read`` and
+  ``write``), ``None`` for ``name[offset]``. Consulted only when ``addressable`` is true:
+  scalar code never touches a non-addressable memory.
+* ``requires``: CPU features (``/proc/cpuinfo`` flag names) the running CPU must have for
+  code using the memory; ``Proc.compile`` refuses with a ``CodegenError`` when one is
+  missing (``cursched.codegen.cpu``).
+
+Hooks see the allocation itself (its name and shape), never an intermediate window: the
+backend composes windows of windows before it calls them. Windows of a memory whose
+``c_window`` returns text can only be passed to instructions (their template is expanded in
+place); a call of an ordinary proc needs a pointer and is a ``CodegenError``.
+
+Example (a memory of GCC vectors of 4 floats, one per row)::
+
+    class VEC4(Memory):
+        addressable = False
+
+        @classmethod
+        def c_alloc(cls, name, ctype, shape):
+            return f"v4f {name}[{shape[0]}];"
+
+        @classmethod
+        def c_window(cls, name, ctype, shape, starts, dims):
+            return f"{name}[{starts[0]}]"
 """
 
 from __future__ import annotations
@@ -26,6 +54,8 @@ class Memory:
     addressable: ClassVar[bool] = True
     #: Whether a window (strided view) into it may be taken.
     windowable: ClassVar[bool] = True
+    #: CPU features (``/proc/cpuinfo`` flag names, e.g. ``"avx2"``) that code using it needs.
+    requires: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def name(cls) -> str:
@@ -48,6 +78,28 @@ class Memory:
     def c_free(cls, name: str, ctype: str, shape: tuple[str, ...]) -> str:
         """C statement(s) releasing the buffer (empty for scalars)."""
         return f"free({name});" if shape else ""
+
+    @classmethod
+    def c_window(
+        cls,
+        name: str,
+        ctype: str,
+        shape: tuple[str, ...],
+        starts: tuple[str, ...],
+        dims: tuple[int, ...],
+    ) -> str | None:
+        """C text of the window of allocation ``name`` whose first element is at ``starts``
+        and which keeps the dimensions ``dims`` of ``shape``; ``None`` for the default, a
+        pointer to that element with the row-major allocation's strides."""
+        return None
+
+    @classmethod
+    def c_access(
+        cls, name: str, ctype: str, shape: tuple[str, ...], idx: tuple[str, ...]
+    ) -> str | None:
+        """C lvalue of element ``idx`` of allocation ``name``; ``None`` for the default,
+        ``name[row-major offset]``."""
+        return None
 
 
 class DRAM(Memory):

@@ -10,7 +10,8 @@ of a proc share) are not walked again where the symbols they read are bound as b
 The invariants, each checked by one small function below:
 
 - ``sym-defined``: every symbol read, written, windowed or strided is bound (a parameter, a
-  loop variable, an allocation or a window statement) in an enclosing scope before the use.
+  loop variable, an allocation or a window statement) in an enclosing scope before the use,
+  or is a configuration field (``cursched.ir.config``: global, bound nowhere).
 - ``sym-unique``: a symbol is not bound again while it is in scope (in an overlapping scope).
 - ``fnarg``: a control parameter (size, index, bool) has no memory; a data scalar or tensor
   parameter has one; tensor parameter shapes read only control parameters.
@@ -57,8 +58,9 @@ from typing import Literal, NoReturn, TypeAlias, assert_never
 import numpy as np
 
 from cursched.errors import IRVerificationError, SrcInfo
+from cursched.ir.config import ConfigField
 from cursched.ir.externs import EXTERNS
-from cursched.ir.memory import Memory
+from cursched.ir.memory import DRAM, Memory
 from cursched.ir.nodes import (
     ARITH_OPS,
     BOOL_OPS,
@@ -152,6 +154,9 @@ class _Verifier:
 
     def lookup(self, sym: Sym, path: Path, src: SrcInfo | None) -> _Var:
         var = self.env.get(sym)
+        if var is None and isinstance(sym, ConfigField):
+            # a configuration field is global: bound by no statement, a scalar in DRAM
+            return _Var(sym.type, "alloc", DRAM)
         if var is None:
             self.fail("sym-defined", path, f"{sym!r} is used where it is not bound", src)
         if self.deps is not None:

@@ -488,6 +488,10 @@ def _insert_barrier(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, s.after() if data.draw(st.booleans()) else s.before())
 
 
+def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _one_loop,
@@ -543,6 +547,8 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "bind_loop": _bind_loop,
     "insert_barrier": _insert_barrier,
     "insert_barriers": _a_scope,
+    "split_scan": _split_scan,
+    "tree_scan": _one_loop,
 }
 
 # where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)

@@ -27,7 +27,9 @@ import numpy as np
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import Namer
 from cursched.errors import CodegenError
+from cursched.ir.config import ConfigField
 from cursched.ir.externs import EXTERNS
+from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     BinOp,
     Const,
@@ -44,6 +46,45 @@ from cursched.ir.symbols import Sym
 from cursched.ir.types import F16, F64, ControlType, DataType
 
 
+def has_window_hook(mem: type[Memory]) -> bool:
+    """Whether ``mem`` overrides ``Memory.c_window`` (its buffers may not be pointers)."""
+    return getattr(mem.c_window, "__func__", None) is not getattr(Memory.c_window, "__func__", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """The allocation a buffer views, for its memory's hooks (``Memory.c_window``,
+    ``Memory.c_access``).
+
+    Attributes:
+        mem: the allocation's memory.
+        name: its C name.
+        ctype: its element's C type.
+        shape: its shape (C expressions).
+        starts: the index, in every dimension of the allocation, of the view's element
+            ``[0, ..., 0]``.
+        dims: the dimensions of the allocation the view keeps, in order.
+    """
+
+    mem: type[Memory]
+    name: str
+    ctype: str
+    shape: tuple[str, ...]
+    starts: tuple[str, ...]
+    dims: tuple[int, ...]
+
+    def index(self, idx: tuple[str, ...]) -> tuple[str, ...]:
+        """The allocation's index of element ``idx`` of the view."""
+        full = list(self.starts)
+        for d, i in zip(self.dims, idx, strict=True):
+            full[d] = add_terms([full[d], i])
+        return tuple(full)
+
+    def offset(self, idx: tuple[str, ...]) -> str:
+        """The row-major offset of the allocation's element ``idx``."""
+        return add_terms([mul(i, s) for i, s in zip(idx, row_major(self.shape), strict=True)])
+
+
 @dataclass(frozen=True, slots=True)
 class Buffer:
     """How generated C reaches a buffer (argument, allocation or window).
@@ -55,6 +96,11 @@ class Buffer:
         scalar: for a rank-0 buffer, the C lvalue of its single element (``m``, ``*x``).
         memory: the name of a memory that scalar code may not read or write (registers an
             instruction library declares ``addressable = False``), else None.
+        root: for an allocation and the windows into it, the allocation (its memory's hooks
+            address it); None for arguments.
+        hooked: the allocation's memory has a ``c_window`` hook: its views are not pointers
+            (an AVX2 register is ``Ct[i]``), so only instruction templates take them
+            (``ExprGen.view``) and ``base`` is never printed.
     """
 
     elem: DataType
@@ -62,6 +108,8 @@ class Buffer:
     strides: tuple[str, ...]
     scalar: str | None = None
     memory: str | None = None
+    root: Root | None = None
+    hooked: bool = False
 
 
 _NUMBER = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?[fF]?")
@@ -251,6 +299,10 @@ class ExprGen:
         try:
             return self.bufs[sym]
         except KeyError:
+            if isinstance(sym, ConfigField):
+                # a member of the configuration's global struct (``cursched.codegen.c.unit``)
+                lv = f"{sym.config.c_struct()}.{sym.field}"
+                return Buffer(sym.type, f"(&{lv})", (), scalar=lv)
             raise CodegenError(f"'{sym}' is not a buffer in scope") from None
 
     def offset(self, b: Buffer, idx: tuple[Expr, ...]) -> str:
@@ -259,13 +311,23 @@ class ExprGen:
         return add_terms([mul(self.ctrl(i), s) for i, s in zip(idx, b.strides, strict=True)])
 
     def access(self, sym: Sym, idx: tuple[Expr, ...]) -> str:
-        """The C lvalue of element ``sym[idx]``."""
+        """The C lvalue of element ``sym[idx]`` (the memory's ``c_access`` hook first)."""
         b = self.buf(sym)
         if b.memory is not None:
             raise CodegenError(
                 f"'{sym}' lives in {b.memory}, which only instructions can access;"
                 " replace this access by an instruction call"
             )
+        if b.root is not None:
+            if len(idx) != len(b.root.dims):
+                raise CodegenError(f"{len(idx)} indices for a buffer of rank {len(b.root.dims)}")
+            r = b.root
+            full = r.index(tuple(self.ctrl(i) for i in idx))
+            text = r.mem.c_access(r.name, r.ctype, r.shape, full)
+            if text is not None:
+                return text
+            if b.hooked:
+                return f"{r.name}[{r.offset(full)}]"
         if not idx and b.scalar is not None:
             return b.scalar
         return f"{b.base}[{self.offset(b, idx)}]"
@@ -273,6 +335,10 @@ class ExprGen:
     def address(self, sym: Sym, idx: tuple[Expr, ...]) -> str:
         """The C address of element ``sym[idx]`` (``idx`` empty: the buffer's start)."""
         b = self.buf(sym)
+        if b.hooked:
+            if b.memory is not None:
+                raise CodegenError(f"'{sym}' lives in {b.memory}: it has no address")
+            return f"&{paren(self.access(sym, idx))}"
         if not idx:
             return b.base
         off = self.offset(b, idx)
@@ -285,18 +351,41 @@ class ExprGen:
             raise CodegenError(f"window of rank {len(w.idx)} into '{w.sym}'")
         terms: list[str] = []
         strides: list[str] = []
-        for acc, s in zip(w.idx, b.strides, strict=True):
+        starts: list[str] = []
+        kept: list[int] = []
+        for k, (acc, s) in enumerate(zip(w.idx, b.strides, strict=True)):
             match acc:
                 case Point():
-                    terms.append(mul(self.ctrl(acc.pt), s))
+                    starts.append(self.ctrl(acc.pt))
+                    terms.append(mul(starts[-1], s))
                 case Interval():
-                    terms.append(mul(self.ctrl(acc.lo), s))
+                    starts.append(self.ctrl(acc.lo))
+                    terms.append(mul(starts[-1], s))
                     strides.append(s)
+                    kept.append(k)
                 case _:
                     assert_never(acc)
+        root: Root | None = None
+        if b.root is not None:
+            r = b.root
+            dims = tuple(r.dims[k] for k in kept)
+            root = Root(r.mem, r.name, r.ctype, r.shape, r.index(tuple(starts)), dims)
         off = add_terms(terms)
         base = b.base if off == "0" else binary(b.base, "+", off)
-        return Buffer(b.elem, base, tuple(strides), memory=b.memory)
+        return Buffer(b.elem, base, tuple(strides), None, b.memory, root, b.hooked)
+
+    def view(self, b: Buffer) -> str:
+        """The C text of buffer ``b`` as an instruction's tensor argument: the memory's
+        ``c_window`` text for a view of an allocation in a memory with that hook, else the
+        pointer ``b.base``."""
+        r = b.root
+        if r is None or not b.hooked:
+            return b.base
+        text = r.mem.c_window(r.name, r.ctype, r.shape, r.starts, r.dims)
+        if text is not None:
+            return text
+        off = r.offset(r.starts)
+        return r.name if off == "0" else binary(r.name, "+", off)
 
     # -- data ------------------------------------------------------------------------------
     def data(self, e: Expr, t: DataType) -> str:

@@ -43,6 +43,7 @@ from cursched.codegen.c.naming import sanitize as c_ident
 from cursched.codegen.c.pyexpr import py_ctrl
 from cursched.codegen.c.unit import CFunction, generate_unit
 from cursched.codegen.c.vector_math import VECTOR_MATH_CFLAGS, with_vector_math
+from cursched.codegen.cpu import check_features
 from cursched.errors import (
     AllocationError,
     ArgumentError,
@@ -439,7 +440,8 @@ def compile_proc(
         and, when sanitized, ``sanitizer`` (whose ``last_report`` holds the last stderr).
 
     Raises:
-        CodegenError: ``p`` has no C translation.
+        CodegenError: ``p`` has no C translation, or uses a memory whose instructions the
+            running CPU lacks (``cursched.codegen.cpu``).
         BuildError: the C compiler failed.
         ArgumentError: (from the callable) an argument does not fit the signature or asserts.
     """
@@ -447,6 +449,7 @@ def compile_proc(
     # The shims are always built: without them (another array layout) a call still reads
     # the unit's failed-allocation count through one of them.
     unit = generate_unit(c_ident(p.name), [p], entry=True)
+    check_features(unit.requires, f"compiling {p.name}")
     flags = tuple(SANITIZE_CFLAGS if sanitize else (cflags or default_cflags()))
     flags += tuple(extra_cflags)
     if fp_contract_off:

@@ -26,7 +26,11 @@ Instruction procs are expanded through their C template. Placeholders, for a par
 the element pointer of a tensor or window argument; ``{x_data}`` is the address of the first
 element (data scalars, tensors, windows); ``{x_stride_k}`` is the element stride of dimension
 ``k`` of a tensor or window argument. Other braces are left alone; an unknown placeholder is
-a ``CodegenError``.
+a ``CodegenError``. A tensor argument that views an allocation in a memory with a
+``c_window`` hook (``cursched.ir.memory``) is that hook's text instead of a pointer: for an
+``AVX2`` register tile, ``{dst}`` is the register lvalue ``Ct[i]``. Such views exist only as
+instruction arguments: a window statement of one prints no C, and passing one to an ordinary
+proc is a ``CodegenError``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
-from cursched.codegen.c.expressions import Buffer, ExprGen, fits_int, mul, paren, row_major
+from cursched.codegen.c.expressions import (
+    Buffer,
+    ExprGen,
+    Root,
+    fits_int,
+    has_window_hook,
+    mul,
+    paren,
+    row_major,
+)
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import Namer
 from cursched.errors import CodegenError
@@ -91,6 +104,13 @@ def c_params(p: ProcDef, names: Namer, aliased: frozenset[int] = frozenset()) ->
         if a.mem is not None and a.mem.target != "c":
             raise CodegenError(
                 f"{p.name}: argument '{a.sym}' is in {a.mem.name()}, not a memory of the C target"
+            )
+    for a in p.args:
+        if a.mem is not None and has_window_hook(a.mem) and isinstance(a.type, TensorType):
+            raise CodegenError(
+                f"{p.name}: argument '{a.sym}' is in {a.mem.name()}, whose buffers are not"
+                " pointers (its c_window hook): only instructions, expanded in place, take"
+                " them"
             )
     for a in p.args:
         names.bind(a.sym)
@@ -223,7 +243,12 @@ class FunctionGen:
             case WindowStmt():
                 b = ex.window(s.rhs)
                 name = self.names.bind(s.sym)
-                ex.bufs[s.sym] = Buffer(b.elem, name, b.strides, memory=b.memory)
+                if b.hooked:
+                    # views of this memory are not pointers: the alias is resolved where an
+                    # instruction takes it (ExprGen.view)
+                    ex.bufs[s.sym] = b
+                    return [f"{ind}/* {name}: a view of {b.root.name if b.root else '?'} */"]
+                ex.bufs[s.sym] = Buffer(b.elem, name, b.strides, memory=b.memory, root=b.root)
                 return [f"{ind}{b.elem.c_name} *{name} = {b.base};"]
             case Scope():
                 return [
@@ -280,7 +305,11 @@ class FunctionGen:
             return _indent(mem.c_alloc(name, t.c_name, ()), ind)
         shape = tuple(self.ex.ctrl(e) for e in t.shape)
         ct = t.elem.c_name
-        self.ex.bufs[s.sym] = Buffer(t.elem, name, row_major(shape), memory=_opaque(mem))
+        root = Root(mem, name, ct, shape, ("0",) * len(shape), tuple(range(len(shape))))
+        hooked = has_window_hook(mem)
+        self.ex.bufs[s.sym] = Buffer(
+            t.elem, name, row_major(shape), None, _opaque(mem), root, hooked
+        )
         nbytes = _const_bytes(t)
         if mem is DRAM and nbytes is not None and nbytes <= STACK_LIMIT:
             count = shape[0]
@@ -351,6 +380,12 @@ class FunctionGen:
                     cargs.append(self._scalar_address(arg)[0])
                 case TensorType():
                     b = self._buffer_arg(arg)
+                    if b.hooked:
+                        raise CodegenError(
+                            f"call of {callee.name}: argument {prm.sym.name} is a view of"
+                            f" {b.root.mem.name() if b.root else 'a register'}, which only"
+                            " instructions can take (inline the callee)"
+                        )
                     cargs.append(b.base)
                     if t.window:
                         cargs += b.strides
@@ -372,7 +407,7 @@ class FunctionGen:
                     subst[f"{n}_data"], subst[n] = self._scalar_address(arg)
                 case TensorType():
                     b = self._buffer_arg(arg)
-                    subst[n] = subst[f"{n}_data"] = b.base
+                    subst[n] = subst[f"{n}_data"] = self.ex.view(b)
                     for k, st in enumerate(b.strides):
                         subst[f"{n}_stride_{k}"] = st
                 case _:

@@ -21,9 +21,10 @@ from cursched.analysis.aliasing import check_unit_aliasing
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import RESERVED, sanitize
 from cursched.codegen.c.statements import CParam, FunctionGen, signature
+from cursched.ir.config import ConfigDef, ConfigField
 from cursched.ir.memory import Memory
-from cursched.ir.nodes import Alloc, Call, ProcDef
-from cursched.ir.traversal import walk_stmts, written_args
+from cursched.ir.nodes import Alloc, Assign, Call, ProcDef, Reduce
+from cursched.ir.traversal import free_syms_expr, proc_exprs, walk_stmts, written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
 _INCLUDES = "#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <math.h>\n"
@@ -46,6 +47,8 @@ class CUnit:
     c_source: str
     h_source: str
     roots: tuple[CFunction, ...]
+    #: ``(feature, memory)`` pairs: CPU features the unit's memories need (``Memory.requires``).
+    requires: tuple[tuple[str, str], ...] = ()
 
 
 def _procs_post_order(roots: Iterable[ProcDef]) -> list[ProcDef]:
@@ -67,6 +70,16 @@ def _procs_post_order(roots: Iterable[ProcDef]) -> list[ProcDef]:
     return out
 
 
+def _memories(procs: list[ProcDef]) -> list[type[Memory]]:
+    mems: list[type[Memory]] = []
+    for p in procs:
+        found = [a.mem for a in p.args if a.mem is not None]
+        if p.instr is None:
+            found += [s.mem for s in walk_stmts(p.body) if isinstance(s, Alloc)]
+        mems += [m for m in found if m not in mems]
+    return mems
+
+
 def _globals(procs: list[ProcDef]) -> list[str]:
     mems: list[type[Memory]] = []
     instr_globals: list[str] = []
@@ -84,7 +97,26 @@ def _globals(procs: list[ProcDef]) -> list[str]:
             if m not in mems:
                 mems.append(m)
     texts = [m.c_global() for m in mems]
-    return [t.strip("\n") for t in [*texts, *instr_globals] if t.strip()]
+    return [t.strip("\n") for t in [*texts, *instr_globals, *_config_structs(procs)] if t.strip()]
+
+
+def _config_structs(procs: list[ProcDef]) -> list[str]:
+    """One global struct per configuration the procs use (``cursched.ir.config``): a field's
+    value is what the last write left there, shared by every function of the unit."""
+    used: dict[int, ConfigDef] = {}
+    for p in procs:
+        for e in proc_exprs(p):
+            for sym in free_syms_expr(e):
+                if isinstance(sym, ConfigField):
+                    used.setdefault(id(sym.config), sym.config)
+        for s in walk_stmts(p.body):
+            if isinstance(s, Assign | Reduce) and isinstance(s.sym, ConfigField):
+                used.setdefault(id(s.sym.config), s.sym.config)
+    out = []
+    for c in used.values():
+        members = " ".join(f"{f.type.c_name} {f.field};" for f in c)
+        out.append(f"static struct {{ {members} }} {c.c_struct()};")
+    return out
 
 
 def generate_unit(name: str, roots: Iterable[ProcDef], entry: bool = False) -> CUnit:
@@ -156,7 +188,8 @@ def generate_unit(name: str, roots: Iterable[ProcDef], entry: bool = False) -> C
     if entry:
         parts.append(_entry_text(root_funcs))
     c = "\n\n".join(parts) + "\n"
-    return CUnit(name, c, h, root_funcs)
+    requires = tuple((f, f"memory {m.name()}") for m in _memories(reached) for f in m.requires)
+    return CUnit(name, c, h, root_funcs, requires)
 
 
 _ENTRY_HEAD = """\

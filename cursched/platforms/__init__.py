@@ -1,0 +1,1 @@
+"""Instruction libraries and their memories, one package per platform (``x86``)."""

@@ -1,0 +1,199 @@
+"""AVX-512F instructions on ``f32`` (16 lanes), with Exo's names and bodies where Exo has them.
+
+Same conventions as ``avx2`` (register windows are lvalues, DRAM windows pointers). The
+masked forms take Exo's bodies, ``for i in seq(0, 16): if i < N: ...`` (a guarded tail, as
+``split(..., tail="guard")`` leaves it); lanes ``i >= N`` of a masked load are 0.0 and of
+a masked fmadd keep their value. Numerics as in ``avx2``.
+"""
+
+from __future__ import annotations
+
+from cursched.ir.memory import DRAM
+from cursched.platforms.x86.memories import AVX512
+from cursched.platforms.x86.vmath_c import EXP512
+from cursched.proc import instr
+
+__all__ = [
+    "mm512_add_ps",
+    "mm512_exp_ps",
+    "mm512_fmadd_ps",
+    "mm512_fmadd_ps_broadcast",
+    "mm512_loadu_ps",
+    "mm512_mask_fmadd_ps",
+    "mm512_mask_storeu_ps",
+    "mm512_maskz_loadu_ps",
+    "mm512_max_ps",
+    "mm512_min_ps",
+    "mm512_mul_ps",
+    "mm512_reduce_add_ps",
+    "mm512_reduce_max_ps",
+    "mm512_set1_ps",
+    "mm512_set1_ps_scalar",
+    "mm512_setzero_ps",
+    "mm512_storeu_ps",
+]
+
+_MASK = "(__mmask16)((1u << {N}) - 1u)"
+
+
+@instr("{dst} = _mm512_loadu_ps({src});")
+def mm512_loadu_ps(dst: [f32][16] @ AVX512, src: [f32][16] @ DRAM):
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = src[i]
+
+
+@instr("_mm512_storeu_ps({dst}, {src});")
+def mm512_storeu_ps(dst: [f32][16] @ DRAM, src: [f32][16] @ AVX512):
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = src[i]
+
+
+@instr("{dst} = _mm512_maskz_loadu_ps(" + _MASK + ", {src});")
+def mm512_maskz_loadu_ps(N: size, dst: [f32][16] @ AVX512, src: [f32][N] @ DRAM):
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    assert N <= 16
+    for i in seq(0, 16):
+        if i < N:
+            dst[i] = src[i]
+
+
+@instr("_mm512_mask_storeu_ps({dst}, " + _MASK + ", {src});")
+def mm512_mask_storeu_ps(N: size, dst: [f32][N] @ DRAM, src: [f32][16] @ AVX512):
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    assert N <= 16
+    for i in seq(0, 16):
+        if i < N:
+            dst[i] = src[i]
+
+
+@instr("{dst} = _mm512_setzero_ps();")
+def mm512_setzero_ps(dst: [f32][16] @ AVX512):
+    assert stride(dst, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = 0.0
+
+
+@instr("{dst} = _mm512_set1_ps(*{src});")
+def mm512_set1_ps(dst: [f32][16] @ AVX512, src: [f32][1] @ DRAM):
+    assert stride(dst, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = src[0]
+
+
+@instr("{dst} = _mm512_set1_ps({src});")
+def mm512_set1_ps_scalar(dst: [f32][16] @ AVX512, src: f32):
+    assert stride(dst, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = src
+
+
+@instr("{C} = _mm512_fmadd_ps({A}, {B}, {C});")
+def mm512_fmadd_ps(A: [f32][16] @ AVX512, B: [f32][16] @ AVX512, C: [f32][16] @ AVX512):
+    assert stride(A, 0) == 1
+    assert stride(B, 0) == 1
+    assert stride(C, 0) == 1
+    for i in seq(0, 16):
+        C[i] += A[i] * B[i]
+
+
+@instr("{dst} = _mm512_fmadd_ps({lhs}, _mm512_set1_ps(*{rhs}), {dst});")
+def mm512_fmadd_ps_broadcast(
+    dst: [f32][16] @ AVX512, lhs: [f32][16] @ AVX512, rhs: [f32][1] @ DRAM
+):
+    # as mm256_fmadd_ps_broadcast: the register-blocked micro-kernel's multiply-add
+    assert stride(dst, 0) == 1
+    assert stride(lhs, 0) == 1
+    for i in seq(0, 16):
+        dst[i] += lhs[i] * rhs[0]
+
+
+@instr("{C} = _mm512_mask3_fmadd_ps({A}, {B}, {C}, " + _MASK + ");")
+def mm512_mask_fmadd_ps(
+    N: size, A: [f32][16] @ AVX512, B: [f32][16] @ AVX512, C: [f32][16] @ AVX512
+):
+    assert N >= 1
+    assert N < 16
+    assert stride(A, 0) == 1
+    assert stride(B, 0) == 1
+    assert stride(C, 0) == 1
+    for i in seq(0, 16):
+        if i < N:
+            C[i] += A[i] * B[i]
+
+
+@instr("{out} = _mm512_add_ps({x}, {y});")
+def mm512_add_ps(out: [f32][16] @ AVX512, x: [f32][16] @ AVX512, y: [f32][16] @ AVX512):
+    assert stride(out, 0) == 1
+    assert stride(x, 0) == 1
+    assert stride(y, 0) == 1
+    for i in seq(0, 16):
+        out[i] = x[i] + y[i]
+
+
+@instr("{out} = _mm512_mul_ps({x}, {y});")
+def mm512_mul_ps(out: [f32][16] @ AVX512, x: [f32][16] @ AVX512, y: [f32][16] @ AVX512):
+    assert stride(out, 0) == 1
+    assert stride(x, 0) == 1
+    assert stride(y, 0) == 1
+    for i in seq(0, 16):
+        out[i] = x[i] * y[i]
+
+
+# fmaxf's rule (a NaN in y gives x): maxps gives ``x > y ? x : y``, then x where y is NaN
+@instr(
+    "{out} = _mm512_mask_mov_ps(_mm512_max_ps({x}, {y}),"
+    " _mm512_cmp_ps_mask({y}, {y}, _CMP_UNORD_Q), {x});"
+)
+def mm512_max_ps(out: [f32][16] @ AVX512, x: [f32][16] @ AVX512, y: [f32][16] @ AVX512):
+    assert stride(out, 0) == 1
+    assert stride(x, 0) == 1
+    assert stride(y, 0) == 1
+    for i in seq(0, 16):
+        out[i] = fmaxf(x[i], y[i])
+
+
+@instr(
+    "{out} = _mm512_mask_mov_ps(_mm512_min_ps({x}, {y}),"
+    " _mm512_cmp_ps_mask({y}, {y}, _CMP_UNORD_Q), {x});"
+)
+def mm512_min_ps(out: [f32][16] @ AVX512, x: [f32][16] @ AVX512, y: [f32][16] @ AVX512):
+    assert stride(out, 0) == 1
+    assert stride(x, 0) == 1
+    assert stride(y, 0) == 1
+    for i in seq(0, 16):
+        out[i] = fmin(x[i], y[i])
+
+
+@instr("{dst} = cs_exp512_ps({src});", EXP512)
+def mm512_exp_ps(dst: [f32][16] @ AVX512, src: [f32][16] @ AVX512):
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = expf(src[i])
+
+
+@instr(
+    "{ float cs_l_[16]; _mm512_storeu_ps(cs_l_, {src});"
+    " for (int cs_k_ = 0; cs_k_ < 16; cs_k_++) {dst} += cs_l_[cs_k_]; }"
+)
+def mm512_reduce_add_ps(dst: f32, src: [f32][16] @ AVX512):
+    assert stride(src, 0) == 1
+    for i in seq(0, 16):
+        dst += src[i]
+
+
+@instr(
+    "{ float cs_l_[16]; _mm512_storeu_ps(cs_l_, {src});"
+    " for (int cs_k_ = 0; cs_k_ < 16; cs_k_++) { float cs_b_ = cs_l_[cs_k_];"
+    " {dst} = cs_b_ != cs_b_ ? {dst} : ({dst} > cs_b_ ? {dst} : cs_b_); } }"
+)
+def mm512_reduce_max_ps(dst: f32, src: [f32][16] @ AVX512):
+    assert stride(src, 0) == 1
+    for i in seq(0, 16):
+        dst = fmaxf(dst, src[i])
