@@ -18,7 +18,13 @@ from cursched.errors import RaceError, ShapeMismatchError
 from cursched.ir.barrier import barrier
 from cursched.ir.nodes import Scope
 from cursched.ir.paths import get_at
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 # --------------------------------------------------------------------------- insert_barrier
@@ -28,7 +34,7 @@ class BarrierOutsideKernelError(ShapeMismatchError):
     """insert_barrier, precondition 1: the gap is not inside a ``target="cuda"`` scope."""
 
 
-class BarrierDivergentError(RaceError):
+class BarrierDivergentError(ShapeMismatchError):
     """insert_barrier, precondition 2: the gap is inside a thread loop (thread-divergent)."""
 
 
@@ -82,6 +88,7 @@ def insert_barrier(proc: Proc, gap: GapCursor) -> Rewrite[InsertBarrierCursors]:
         if is_thread_loop(get_at(ir, parent[:k])):
             msg = "inside a thread loop: only some threads would reach the barrier"
             raise fail(BarrierDivergentError, "insert_barrier", msg, gap)
+    checks_passed()
     ed = Editor(ir)
     new = ed.insert(gap.gap(), (barrier(),))
     return ed.done(InsertBarrierCursors, barrier=NodeLoc(new.stmt_paths()[0]))

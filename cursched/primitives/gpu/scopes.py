@@ -10,16 +10,17 @@ from cursched.analysis.kernels import scope_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import ScopeCursor, StmtCursor
-from cursched.errors import (
-    BadArgumentError,
-    BadNameError,
-    ScopeError,
-    ShapeMismatchError,
-)
+from cursched.errors import BadArgumentError, BadNameError, ScopeError, ShapeMismatchError
 from cursched.ir.nodes import For, ProcDef, Scope
 from cursched.ir.traversal import walk_stmts
 from cursched.primitives.loops.loop_wrap import escaping_names
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 TARGETS = ("cuda",)
@@ -135,6 +136,7 @@ def scope(
     tg = _check_target(target)
     _check_kernel_nesting(ir, block, tg)
     _check_escape(ir, block)
+    checks_passed()
     ed = Editor(ir)
     at = ed.wrap(block.block(), lambda stmts: Scope(nm, stmts, tg))
     body = BlockLoc(at.path, "body", 0, len(block))
@@ -148,7 +150,7 @@ class NotAScopeError(ShapeMismatchError):
     """unscope, precondition 1: the statement is not a scope."""
 
 
-class UnscopeBoundLoopsError(ShapeMismatchError):
+class UnscopeBoundLoopsError(ScopeError):
     """unscope, precondition 2: a cuda scope holds loops bound to CUDA axes."""
 
 
@@ -198,6 +200,7 @@ def unscope(proc: Proc, scope: StmtCursor) -> Rewrite[UnscopeCursors]:
     if bound:
         msg = f"loop {bound[0].iter.name} is bound to {bound[0].axis}; it needs its cuda scope"
         raise fail(UnscopeBoundLoopsError, "unscope", msg, scope)
+    checks_passed()
     ed = Editor(proc.ir())
     out = ed.replace(scope.as_block().block(), node.body, hint="removed by unscope; use .block")
     return ed.done(UnscopeCursors, block=out)
