@@ -197,6 +197,11 @@ def gpu_available() -> bool:
         return False
 
 
+def scheduled() -> list[Proc]:
+    """The procs this file produces (``cursched compile FILE --target cuda`` writes them)."""
+    return [schedule_flash(attention)]
+
+
 def main() -> int:
     p = schedule_flash(attention)
     print(p)

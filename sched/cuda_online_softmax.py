@@ -95,6 +95,11 @@ def gpu_available() -> bool:
         return False
 
 
+def scheduled() -> list[Proc]:
+    """The procs this file produces (``cursched compile FILE --target cuda`` writes them)."""
+    return [schedule(softmax)]
+
+
 def main() -> int:
     p = schedule(softmax)
     print(p)

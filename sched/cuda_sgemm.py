@@ -139,6 +139,11 @@ def gpu_available() -> bool:
         return False
 
 
+def scheduled() -> list[Proc]:
+    """The procs this file produces (``cursched compile FILE --target cuda`` writes them)."""
+    return [schedule(sgemm)]
+
+
 def main() -> int:
     p = schedule(sgemm)
     print(p)

@@ -22,6 +22,7 @@ from cursched import (
     mult_loops,
     proc,
     rename,
+    scope,
     split,
     stage_mem,
 )
@@ -30,6 +31,7 @@ from cursched.primitives.arguments import RESERVED_NAMES, NewName, check_new_nam
 from cursched.primitives.buffers.stage import StageNameError
 from cursched.primitives.calls.extract import ExtractNameError
 from cursched.primitives.exprs.binds import BadBindNameError
+from cursched.primitives.gpu.scopes import ScopeNameError
 from cursched.primitives.loops.loop_shapes import MultNameError
 from cursched.primitives.loops.loop_split import SplitNamesError
 from cursched.primitives.loops.loop_wrap import AddLoopNameError
@@ -54,6 +56,7 @@ CALLS: dict[str, tuple[Callable[[str], Any], type[BadNameError]]] = {
     "rename": (lambda nm: rename(grid, nm), InvalidNameError),
     "extract_subproc": (lambda nm: extract_subproc(grid, "for j in _: _", nm), ExtractNameError),
     "bind_expr": (lambda nm: bind_expr(grid, [grid.find("y[_] * 0.5")], nm), BadBindNameError),
+    "scope": (lambda nm: scope(grid, "for k in _: _", nm), ScopeNameError),
 }
 
 

@@ -59,6 +59,13 @@ def test_compile_writes_the_scheduled_procs(
         f" `def {SCHEDULED}() -> list[Proc]` returning the scheduled procs (docs/cli.md)"
     )
     expected = EXPECTED.get(path.stem, lambda m: list(m.scheduled()))(mod)
+    if path.stem.startswith("cuda_"):  # kernels: the .cu text (cursched/codegen/cuda)
+        from cursched.codegen.cuda import generate_cuda
+
+        assert main(["compile", str(path), "-o", str(tmp_path)]) == 0
+        (p,) = expected
+        assert (tmp_path / f"{path.stem}.cu").read_text() == generate_cuda(p.ir()).source
+        return
     assert main(["compile", str(path), "-o", str(tmp_path)]) == 0
     assert "warning" not in capsys.readouterr().err
     written = (tmp_path / f"{path.stem}.c").read_text()
