@@ -1,7 +1,7 @@
 """cursched: a user-schedulable array language whose primitives return the cursors you need.
 
-Public API: the decorators ``proc`` and ``instr``, the ``Proc`` class, memories, data types,
-errors, and (from ``cursched.primitives``) every scheduling primitive.
+Public API: the decorators ``proc``, ``instr`` and ``config``, the ``Proc`` class, memories,
+data types, errors, and (from ``cursched.primitives``) every scheduling primitive.
 """
 
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
@@ -34,6 +34,8 @@ from cursched.errors import (
     TypeCheckError,
     TypeMismatchError,
 )
+from cursched.ir.barrier import SYNC_THREADS as _SYNC_THREADS
+from cursched.ir.config import config
 from cursched.ir.memory import (
     DRAM,
     DRAM_STACK,
@@ -46,6 +48,9 @@ from cursched.ir.memory import (
 from cursched.primitives import *  # noqa: F403 - the primitives' list lives in one place
 from cursched.primitives.registry import Verdict, can
 from cursched.proc import Proc, instr, proc
+
+sync_threads = Proc(_SYNC_THREADS)
+"""The CUDA block barrier ``sync_threads()`` (``__syncthreads()``); see ``insert_barriers``."""
 
 try:
     __version__ = _version("cursched")
@@ -87,8 +92,10 @@ __all__ = [
     "TypeMismatchError",
     "Verdict",
     "can",
+    "config",
     "instr",
     "proc",
+    "sync_threads",
 ]
 # every primitive, and PrimCursors, as `cursched.primitives` lists them
 __all__ += _primitives.__all__

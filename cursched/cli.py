@@ -3,8 +3,10 @@
 Usage::
 
     cursched compile FILE.py[:NAME] [-o DIR] [--proc NAME ...] [--name STEM] [--unscheduled]
+                     [--target c|cuda]
     cursched show FILE.py:NAME [--history] [--unscheduled]
     cursched cache prune [--max-size SIZE] [--max-age DAYS]
+    cursched tune FILE.py [--budget N] [--db FILE.sqlite] ...   (see ``cursched.tune.cli``)
     cursched --version
 
 ``compile`` and ``show`` run FILE.py (with ``runpy``; ``__name__`` is not ``"__main__"``, so
@@ -27,7 +29,9 @@ module-level procs as written instead.
 
 Naming a proc with an empty history (an input nobody scheduled) from a file that has a schedule
 (a ``scheduled()``, or module-level procs made by primitives) prints a warning naming the
-targets to use instead. Errors print one line, ``cursched: error: ...``, and exit 1.
+targets to use instead. With ``--target cuda``, ``compile`` writes the ``.cu`` text of each
+proc instead (``STEM.cu``, or ``STEM_PROC.cu`` for several). Errors print one line,
+``cursched: error: ...``, and exit 1.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from typing import Any
 
 from cursched.errors import CurschedError
 from cursched.proc import Proc
+from cursched.tune.cli import TuneCliError
+from cursched.tune.cli import add_parser as add_tune_parser
 
 #: The name of the function a schedule file defines to declare the procs it produces.
 SCHEDULED = "scheduled"
@@ -210,6 +216,8 @@ def _compile(args: argparse.Namespace) -> int:
     if not chosen:
         raise CliError(f"{file} defines no procs")
     stem = sanitize(args.name or Path(file).stem)
+    if args.target == "cuda":
+        return _compile_cuda(chosen, stem, Path(args.output))
     try:
         unit = generate_unit(stem, [p.ir() for p in chosen])
     except CurschedError as e:
@@ -220,6 +228,24 @@ def _compile(args: argparse.Namespace) -> int:
     (out / f"{stem}.h").write_text(unit.h_source)
     what = ", ".join(f"{p.name()} v{p.version}" for p in chosen)
     print(f"wrote {out / stem}.c and {out / stem}.h ({what})")
+    return 0
+
+
+def _compile_cuda(chosen: list[Proc], stem: str, out: Path) -> int:
+    from cursched.codegen.cuda import generate_cuda
+
+    texts: list[tuple[Path, str]] = []
+    for p in chosen:
+        try:
+            src = generate_cuda(p.ir()).source
+        except CurschedError as e:
+            raise CliError(str(e).splitlines()[0]) from None
+        name = f"{stem}.cu" if len(chosen) == 1 else f"{stem}_{p.name()}.cu"
+        texts.append((out / name, src))
+    out.mkdir(parents=True, exist_ok=True)
+    for path, src in texts:
+        path.write_text(src)
+    print(f"wrote {', '.join(str(t[0]) for t in texts)}")
     return 0
 
 
@@ -264,6 +290,12 @@ def parser() -> argparse.ArgumentParser:
         help="compile only these procs (and what they call); may be repeated",
     )
     c.add_argument("--name", metavar="STEM", help="file stem of the outputs (default: FILE)")
+    c.add_argument(
+        "--target",
+        choices=("c", "cuda"),
+        default="c",
+        help="c: a .c/.h pair (default); cuda: the .cu text of each proc's kernels",
+    )
     s = sub.add_parser(
         "show",
         help="print a proc or its schedule",
@@ -284,6 +316,7 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(run=_compile)
     s.set_defaults(run=_show)
     _add_cache_command(sub)
+    add_tune_parser(sub)
     return ap
 
 
@@ -330,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         status: int = args.run(args)
-    except CliError as e:
+    except (CliError, TuneCliError) as e:
         print(f"cursched: error: {e}", file=sys.stderr)
         return 1
     return status

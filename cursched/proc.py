@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         BlockCursor,
         Cursor,
         ForCursor,
+        ScopeCursor,
         StepRecord,
         Tombstone,
     )
@@ -154,6 +155,17 @@ class Proc:
         return find_alloc_or_arg(self, name)
 
     @api_boundary
+    def find_scope(self, name: str) -> ScopeCursor:
+        """The named region ``with scope(name):`` (a kernel when its target is cuda).
+
+        Raises:
+            PatternError: no scope has that name.
+        """
+        from cursched.primitives.gpu.scopes import find_scope
+
+        return find_scope(self, name)
+
+    @api_boundary
     def at(self, where: str) -> Cursor:
         """The cursor at a printed location: ``"body[0].body[1]"``, ``"body[0].rhs"``,
         ``"body[2:4]"`` (a block), ``"args[1]"`` (what ``history()`` writes).
@@ -197,11 +209,40 @@ class Proc:
         interpret(self._ir, *args, **kwargs)
 
     @api_boundary
-    def compile(self, **options: Any) -> Callable[..., None]:
-        """Compile the proc with the C backend into a callable taking numpy arrays and ints."""
+    def compile(self, target: str = "c", **options: Any) -> Callable[..., None]:
+        """Compile the proc into a callable (outputs written in place).
+
+        Args:
+            target: ``"c"`` (the C backend; numpy arrays and ints), ``"cuda-emulated"``
+                (the CUDA text run on the CPU; numpy arrays; option ``check_races=True``)
+                or ``"cuda"`` (cupy arrays, on the GPU).
+            options: the backend's options (``unsafe_skip_checks=True`` skips the barrier
+                checker of the CUDA targets).
+        """
+        if target in ("cuda", "cuda-emulated"):
+            from cursched.codegen.cuda import compile_cuda
+
+            return compile_cuda(self._ir, target, **options)
+        if target != "c":
+            from cursched.errors import CodegenError
+
+            raise CodegenError(f"unknown target {target!r} (c, cuda, cuda-emulated)")
         from cursched.codegen.c import compile_proc
 
         return compile_proc(self._ir, **options)
+
+    @api_boundary
+    def cuda_source(self, unsafe_skip_checks: bool = False) -> str:
+        """The ``.cu`` text of the proc's kernels (one per ``target="cuda"`` scope).
+
+        Raises:
+            CodegenError: data code outside every cuda scope (named), or no cuda scope.
+            KernelRaceError: the barrier checker found a race (skip it with
+                ``unsafe_skip_checks=True``).
+        """
+        from cursched.codegen.cuda import generate_cuda
+
+        return generate_cuda(self._ir, unsafe_skip_checks=unsafe_skip_checks).source
 
 
 @api_boundary

@@ -59,7 +59,7 @@ def test_ci_runs_every_step_in_order(tmp_path: Path) -> None:
     assert calls == [
         "-m pip install -e .",
         "sched/tiled_matmul.py",
-        "-m pip install -e .[dev]",
+        "-m pip install -e .[dev,tune]",
         "-m ruff check .",
         "-m ruff format --check .",
         "-m mypy",
@@ -80,7 +80,7 @@ def test_ci_fails_on_test_failures(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "step", ["pip install -e .", "tiled_matmul", "[dev]", "ruff check", "ruff format", "mypy"]
+    "step", ["pip install -e .", "tiled_matmul", "[dev,tune]", "ruff check", "ruff format", "mypy"]
 )
 def test_ci_stops_at_the_first_failing_step(tmp_path: Path, step: str) -> None:
     rc, out, calls = _run_ci(tmp_path, fail_on=step, status=3)

@@ -210,11 +210,11 @@ def render_one(name: str, fn: Callable[..., Any]) -> str:
 # The index groups primitives by the module that defines them (one module per family); a
 # module missing here (a new family) lands in the last group rather than off the page.
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "Loops": ("loop_split", "loop_nests", "loop_ranges", "loop_shapes", "loop_wrap"),
-    "Statements, scopes and the proc": ("statements", "scopes", "simplify", "procs"),
+    "Loops": ("loop_split", "loop_nests", "loop_ranges", "loop_shapes", "loop_wrap", "recompute"),
+    "Statements, scopes and the proc": ("statements", "scopes", "guards", "simplify", "procs"),
     "Buffers": ("stage", "allocs", "dims", "dims_split", "buffer_attrs"),
-    "Expressions and writes": ("binds", "windows_inline", "exprs", "writes"),
-    "Calls and instructions": ("calls", "extract", "replace", "call_eqv"),
+    "Expressions and writes": ("binds", "windows_inline", "exprs", "writes", "configs"),
+    "Calls and instructions": ("calls", "extract", "replace", "call_eqv", "noop", "instrs"),
     "Fusions new in cursched": ("scan",),
 }
 OTHER = "Other"

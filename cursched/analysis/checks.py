@@ -27,6 +27,7 @@ from cursched.errors import (
     RaceError,
     SchedulingError,
 )
+from cursched.ir.config import ConfigField
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -38,6 +39,7 @@ from cursched.ir.nodes import (
     Reduce,
     Stmt,
     WindowExpr,
+    WindowStmt,
 )
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr, print_proc, print_stmt
@@ -342,7 +344,11 @@ def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | N
         start = k if last else k + 1
         tail = node.body[start:]
         for s in head:
-            defined |= defined_syms(s)
+            # only what a statement of this body declares is visible after it: the loop
+            # variables and allocations of nested blocks are scoped to them (stage_mem's
+            # load and store nests share their loop variables)
+            if isinstance(s, Alloc | WindowStmt):
+                defined.add(s.sym)
         late.extend(tail)
         # windows declared earlier in this body are visible to both parts
         head_ctx = context_of(p, (*path, ("body", 0)))
@@ -354,9 +360,19 @@ def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | N
         names = ", ".join(sorted(x.name for x in defined & used))
         msg = f"statements after the gap use {names}, defined before it"
         raise _fail(FissionError, p, top_path, msg, None, primitive)
+    same_value = _invariant_config_writes(levels, before, after)
+    # only reads of the innermost body follow a write of the same iteration in both orders
+    inner_tail = {id(x) for x in levels[-1][1].body[levels[-1][2] :]}
     for b, nb in after:
         for a, na in before:
             if a.local or b.local or not conflicting(a, b):
+                continue
+            if (
+                b.kind == "read"
+                and a.site in (None, a.stmt)
+                and a.stmt in same_value
+                and id(b.stmt) in inner_tail
+            ):
                 continue
             x, y = instance(b, "1", nb), instance(a, "2", na)
             order = [lex_lt([x.var(lp.iter) for lp in nb], [y.var(lp.iter) for lp in na])]
@@ -364,6 +380,35 @@ def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | N
             if model is not None:
                 msg = _between(a, b, "cannot split the loop: dependence across the gap")
                 raise _fail(FissionError, p, top_path, msg, model, primitive)
+
+
+def _invariant_config_writes(
+    levels: Sequence[tuple[Path, For | If, int]],
+    before: Sequence[tuple[Access, tuple[For, ...]]],
+    after: Sequence[tuple[Access, tuple[For, ...]]],
+) -> set[Stmt]:
+    """The writes before the gap of a configuration field (``cursched.ir.config``) that
+    write one and the same value in every iteration of the split loops: an unconditional
+    top-level ``C.f = e`` of the innermost body, the only write of ``C.f`` in the nest, whose
+    ``e`` uses no split loop's variable and reads nothing the nest writes. A read after the
+    gap in the same innermost body sees that value whichever instance wrote it last, so
+    fission may reorder them (the usual Exo move: hoist a configuration write out of a loop).
+    """
+    head = levels[-1][1].body[: levels[-1][2]]
+    loop_vars = {node.iter for _, node, _ in levels if isinstance(node, For)}
+    written = {a.buf for a, _ in (*before, *after) if a.kind != "read"}
+    writes_of: dict[Sym, int] = {}
+    for a, _ in (*before, *after):
+        if a.kind != "read":
+            writes_of[a.buf] = writes_of.get(a.buf, 0) + 1
+    out: set[Stmt] = set()
+    for s in head:
+        if not (isinstance(s, Assign) and isinstance(s.sym, ConfigField)):
+            continue
+        reads = free_syms_expr(s.rhs)
+        if writes_of.get(s.sym) == 1 and not reads & (loop_vars | written):
+            out.add(s)
+    return out
 
 
 def check_fuse(p: ProcDef, first: Path, second: Path, *, primitive: str | None = None) -> None:

@@ -267,9 +267,9 @@ def elf_complete(data: bytes) -> bool:
     if end > len(data):
         return False
     for k in range(phnum):
-        offset, filesz = struct.unpack_from(
-            "<Q16xQ", data, phoff + k * phentsize + 8
-        )  # p_offset, p_filesz
+        # p_offset, then p_vaddr and p_paddr skipped, then p_filesz (not p_memsz: a
+        # segment with .bss is larger in memory than in the file)
+        offset, filesz = struct.unpack_from("<Q16xQ", data, phoff + k * phentsize + 8)
         if offset + filesz > len(data):
             return False
     return True

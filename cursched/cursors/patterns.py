@@ -4,9 +4,11 @@ Patterns are surface syntax, parsed with Python's ``ast`` (the frontend's type c
 apply: a pattern mentions no types). ``_`` matches anything (an expression, a name, one
 statement, or a whole body when it is the body's only statement); ``#n`` at the end picks the
 n-th match, counting from 0 as in Exo; ``;`` separates the statements of a sequence pattern,
-which matches consecutive statements and yields a block cursor. Statements are matched in
-pre-order (source order); expressions in pre-order within each statement, after those of the
-asserts when searching a whole proc.
+which matches consecutive statements and yields a block cursor. Exo's shorthands are
+accepted: ``"io ii"`` is the loop ``io`` whose body is the single loop ``ii`` (for
+``reorder_loops``, ``mult_loops``, ``find_loop``), ``"t : _"`` the allocation ``t``.
+Statements are matched in pre-order (source order); expressions in pre-order within each
+statement, after those of the asserts when searching a whole proc.
 
 No match, or a malformed pattern, raises ``PatternError`` listing the closest candidates.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import keyword
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +56,20 @@ if TYPE_CHECKING:
     from cursched.proc import Proc
 
 _NTH = re.compile(r"^(.*?)\s*#\s*(\d+)\s*$", re.S)
+# Exo's shorthands: ``"io ii"`` is a loop ``io`` whose body is the one loop ``ii``;
+# ``"t : _"`` is the allocation ``t`` (a statement pattern, also taken by ``find_alloc_or_arg``)
+_NESTED = re.compile(r"^\s*([A-Za-z_]\w*)\s+([A-Za-z_]\w*)\s*$")
+_ALLOC = re.compile(r"^\s*([A-Za-z_]\w*)\s*:\s*_\s*$")
+
+
+def _nested_loops(text: str) -> str | None:
+    """The ``for`` pattern of Exo's nested-loop shorthand ``"i j"``, else None."""
+    m = _NESTED.match(text)
+    if m is None or keyword.iskeyword(m.group(1)) or keyword.iskeyword(m.group(2)):
+        return None
+    return f"for {m.group(1)} in _:\n    for {m.group(2)} in _: _"
+
+
 _OPS: dict[type, str] = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -88,6 +105,7 @@ def parse_pattern(text: str) -> Pattern:
     m = _NTH.match(text)
     if m:
         body, nth = m.group(1), int(m.group(2))
+    body = _nested_loops(body) or body
     try:
         tree = ast.parse(body.strip(), mode="exec")
     except SyntaxError as e:
@@ -129,6 +147,9 @@ def match_expr(pat: ast.expr, e: Any) -> bool:
             return True
         case ast.Name(id=name):
             return isinstance(e, Read) and not e.idx and e.sym.name == name
+        case ast.Attribute():
+            # a configuration field ``C.f``, whose symbol is named so
+            return isinstance(e, Read) and not e.idx and e.sym.name == ast.unparse(pat)
         case ast.Constant(value=v):
             # 2 matches the integer 2, 2.0 the float: the pattern's literal says which.
             return isinstance(e, Const) and type(e.value) is type(v) and e.value == v
@@ -209,6 +230,9 @@ def _match_target(t: ast.expr, sym_name: str, idx: tuple[Any, ...]) -> bool:
         return t.id == "_" or (t.id == sym_name and not idx)
     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
         return t.value.id in ("_", sym_name) and _match_indices(t.slice, idx)
+    if isinstance(t, ast.Attribute):
+        # a configuration field ``C.f`` (``cursched.ir.config``): its symbol's name
+        return not idx and ast.unparse(t) == sym_name
     return False
 
 
@@ -381,6 +405,8 @@ def find_loop(proc: Proc, pattern: str, within: Cursor | None = None, many: bool
     if not text.startswith("for "):
         m = _NTH.match(text)
         name, nth = (m.group(1), m.group(2)) if m else (text, None)
+        if _nested_loops(name) is not None:
+            return find(proc, text, many=many, within=within)
         if not name.isidentifier():
             raise PatternError(f"find_loop wants a loop variable name like 'i #1', got {pattern!r}")
         text = f"for {name} in _: _" + (f" #{nth}" if nth is not None else "")
@@ -390,9 +416,13 @@ def find_loop(proc: Proc, pattern: str, within: Cursor | None = None, many: bool
 
 
 def find_alloc_or_arg(proc: Proc, name: str) -> Cursor:
-    """The allocation called ``name`` (``"x #1"`` for the second), else the parameter."""
+    """The allocation called ``name`` (``"x #1"`` for the second), else the parameter.
+    Exo's allocation pattern ``"x : _"`` (``"x : _ #1"``) names the same allocations."""
     m = _NTH.match(name)
     base, nth = (m.group(1).strip(), int(m.group(2))) if m else (name.strip(), 0)
+    alloc = _ALLOC.match(base)
+    if alloc is not None:
+        base = alloc.group(1)
     if not base.isidentifier():
         raise PatternError(f"find_alloc_or_arg wants a name, got {name!r}")
     count = 0

@@ -35,6 +35,7 @@ import numpy as np
 from cursched.frontend.externs import ExternFunction
 from cursched.frontend.scope import Ctx, Var, is_missing
 from cursched.frontend.typecheck import arith_type, const_eval, fresh, has_vars
+from cursched.ir.config import ConfigField
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     BinOp,
@@ -193,6 +194,8 @@ class ExprParser:
                 return self._control_constant(node, self.ctx.env_get(name), name)
             case ast.Attribute():
                 obj = self.ctx.resolve_dotted(node)
+                if isinstance(obj, ConfigField):
+                    self._data_in_control(node, obj.name)
                 return self._control_constant(node, obj, ast.unparse(node))
             case ast.UnaryOp(op=ast.USub(), operand=operand):
                 arg = self.integer(operand, "the operand of -")
@@ -313,6 +316,8 @@ class ExprParser:
                 self._not_data_constant(node, self.ctx.env_get(name), name)
             case ast.Attribute():
                 obj = self.ctx.resolve_dotted(node)
+                if isinstance(obj, ConfigField):
+                    return Read(obj, (), obj.type, srcinfo=loc)
                 self._not_data_constant(node, obj, ast.unparse(node))
             case ast.Subscript():
                 return self.read(node)

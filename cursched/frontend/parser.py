@@ -19,8 +19,10 @@ from cursched.frontend.exprs import ExprParser
 from cursched.frontend.scope import Ctx, Var
 from cursched.frontend.source import Source
 from cursched.frontend.windows import is_window, window
+from cursched.ir.config import ConfigDef, ConfigField
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
+    CUDA_AXES,
     Alloc,
     Assign,
     Call,
@@ -231,6 +233,17 @@ class ProcParser:
         assert isinstance(t, DataType | TensorType)  # _target rejected control variables
         return t.elem if isinstance(t, TensorType) else t
 
+    def _config_field(self, target: ast.expr) -> ConfigField | None:
+        """The configuration field a target ``C.f`` names (``cursched.ir.config``), if any."""
+        if not isinstance(target, ast.Attribute):
+            return None
+        obj = self.ctx.resolve_dotted(target)
+        if isinstance(obj, ConfigField):
+            return obj
+        if isinstance(self.ctx.resolve_dotted(target.value), ConfigDef):
+            self.ctx.type_error(target, f"configuration has no field {target.attr!r}")
+        return None
+
     def _assign(self, node: ast.Assign, target: ast.expr, value: ast.expr) -> Stmt:
         loc = self.ctx.loc(node)
         if isinstance(target, ast.Name) and is_window(value):
@@ -240,6 +253,9 @@ class ProcParser:
             sym = Sym(target.id)
             self.ctx.declare(target, target.id, Var(sym, rhs.type, src.mem, "window"))
             return WindowStmt(sym, rhs, srcinfo=loc)
+        field = self._config_field(target)
+        if field is not None:
+            return Assign(field, (), self.exprs.data(value, field.type), srcinfo=loc)
         var, idx = self._target(target, "assigned")
         rhs_e = self.exprs.data(value, self._dest_type(var))
         return Assign(var.sym, idx, rhs_e, srcinfo=loc)
@@ -249,6 +265,10 @@ class ProcParser:
             var = self.ctx.lookup(target.id)
             if var is not None and isinstance(var.type, ControlType):
                 self.ctx.type_error(target, f"+= to the control variable '{target.id}'")
+        field = self._config_field(target)
+        if field is not None:
+            rhs_f = self.exprs.data(value, field.type)
+            return Reduce(field, (), rhs_f, srcinfo=self.ctx.loc(node))
         var, idx = self._target(target, "reduced into")
         rhs = self.exprs.data(value, self._dest_type(var))
         return Reduce(var.sym, idx, rhs, srcinfo=self.ctx.loc(node))
@@ -278,8 +298,16 @@ class ProcParser:
             and it.func.id in ("seq", "par")
         ):
             self.ctx.parse_error(it, "loops are written 'for i in seq(lo, hi)' or par(lo, hi)")
-        if it.keywords or len(it.args) != 2 or any(isinstance(a, ast.Starred) for a in it.args):
+        if len(it.args) != 2 or any(isinstance(a, ast.Starred) for a in it.args):
             self.ctx.parse_error(it, f"{it.func.id} takes two arguments: {it.func.id}(lo, hi)")
+        axis: str | None = None
+        for kw in it.keywords:
+            # par(lo, hi, axis="threadIdx.x"): what bind_loop prints
+            if it.func.id != "par" or kw.arg != "axis" or not _is_str(kw.value):
+                self.ctx.parse_error(it, f"{it.func.id} takes two arguments: {it.func.id}(lo, hi)")
+            if kw.value.value not in CUDA_AXES:
+                self.ctx.type_error(kw.value, f"axis is one of {', '.join(CUDA_AXES)}")
+            axis = str(kw.value.value)
         lo = self.exprs.integer(it.args[0], "a loop bound")
         hi = self.exprs.integer(it.args[1], "a loop bound")
         sym = Sym(node.target.id)
@@ -290,7 +318,7 @@ class ProcParser:
         finally:
             self.ctx.pop()
         mode: LoopMode = "par" if it.func.id == "par" else "seq"
-        return For(sym, lo, hi, body, mode, srcinfo=self.ctx.loc(node))
+        return For(sym, lo, hi, body, mode, axis, srcinfo=self.ctx.loc(node))
 
     def _scope(self, node: ast.With) -> Stmt:
         if len(node.items) != 1 or node.items[0].optional_vars is not None:

@@ -34,9 +34,11 @@ import numpy as np
 
 from cursched.errors import InterpreterError, SrcInfo
 from cursched.interp.values import float_to_int, fmt_expr, oob_error, to_python
+from cursched.ir.config import ConfigField, fresh_state
 from cursched.ir.externs import EXTERNS
 from cursched.ir.nodes import (
     Alloc,
+    Assign,
     BinOp,
     Const,
     Expr,
@@ -45,13 +47,14 @@ from cursched.ir.nodes import (
     Point,
     ProcDef,
     Read,
+    Reduce,
     StrideExpr,
     USub,
     WindowExpr,
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_expr, walk_stmts
+from cursched.ir.traversal import proc_exprs, walk_expr, walk_stmts
 from cursched.ir.types import ControlType, DataType, TensorType
 
 __all__ = ["CTRL_OPS", "Buf", "ExprCompiler", "Hoisted"]
@@ -142,6 +145,38 @@ def _float_exact(src: np.dtype[Any], dst: np.dtype[Any]) -> bool:
     return bits - signed <= mant
 
 
+#: The configuration state of the interpreter (``cursched.ir.config``): one one-element list
+#: per field, shared by a proc and its callees; ``reset_config_state`` gives every field the
+#: fresh-allocation value at the start of each top-level run (docs/semantics.md).
+CONFIG_STATE: dict[ConfigField, list[Any]] = {}
+
+
+def config_cell(f: ConfigField) -> list[Any]:
+    """The list holding field ``f``'s value (made on first use)."""
+    cell = CONFIG_STATE.get(f)
+    if cell is None:
+        cell = CONFIG_STATE[f] = [fresh_state(f).item()]
+    return cell
+
+
+def reset_config_state() -> None:
+    """Every field back to its unspecified entry value (the lists stay the same objects)."""
+    for f, cell in CONFIG_STATE.items():
+        cell[0] = fresh_state(f).item()
+
+
+def _config_fields(pd: ProcDef) -> list[ConfigField]:
+    found: dict[int, ConfigField] = {}
+    for st in walk_stmts(pd.body):
+        if isinstance(st, Assign | Reduce) and isinstance(st.sym, ConfigField):
+            found.setdefault(st.sym.id, st.sym)
+    for root in proc_exprs(pd):
+        for e in walk_expr(root):
+            if isinstance(e, Read) and isinstance(e.sym, ConfigField):
+                found.setdefault(e.sym.id, e.sym)
+    return list(found.values())
+
+
 class ExprCompiler:
     """Compiles the expressions of one ``ProcDef`` to source; names its variables.
 
@@ -171,6 +206,13 @@ class ExprCompiler:
                 self.types[st.sym] = st.type
             elif isinstance(st, WindowStmt):
                 self.types[st.sym] = st.rhs.type
+        for f in _config_fields(pd):
+            # a global data scalar (cursched.ir.config): its one-element list is shared by
+            # every compiled proc, which names it as a global of its code
+            name = f"_cfg{f.id}"
+            self.ns[name] = config_cell(f)
+            self.bufs[f] = Buf(name, "0", (), (), f.type)
+            self.types[f] = f.type
 
     # -- emission ------------------------------------------------------------------------
     def line(self, text: str) -> None:

@@ -1,10 +1,11 @@
 """The reference interpreter: runs a proc on numpy arrays and Python ints.
 
 It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
-for speed: each ``ProcDef`` is compiled once into a tree of Python closures
-(``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for expressions) and
-cached; running it binds and validates the arguments, checks
-the asserts and calls the compiled body.
+for speed: each ``ProcDef`` is compiled once into the source of a Python function over plain
+Python numbers (``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for
+expressions) and cached; running it binds and validates the arguments (a generated fast path
+for the common case, the general binding here otherwise), copies the arrays into lists (views
+of one array share one), checks the asserts, runs the body and writes the lists back.
 
 Example:
     >>> interpret(sgemm, 64, 64, 64, A, B, C)     # doctest: +SKIP
@@ -21,7 +22,7 @@ import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
 from cursched.interp.compile import CompiledProc, Compiler
-from cursched.interp.exprs import CTRL_OPS
+from cursched.interp.exprs import CTRL_OPS, reset_config_state
 from cursched.interp.values import fmt_expr, to_python
 from cursched.ir.nodes import (
     BinOp,
@@ -102,6 +103,7 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
         flat, pairs = fast
         write_back = []
     cp.preds(*flat)
+    reset_config_state()
     try:
         if cp.uses_numpy:
             # numpy externs report overflow and NaN as floating-point errors, which tests
@@ -411,7 +413,7 @@ def eval_control(e: Expr, values: Mapping[Sym, Any]) -> Any:
     """Evaluate control expression ``e`` (an assert, a shape) with ``values`` for its symbols.
 
     A slow tree walk for tools (argument generators, error messages); the interpreter itself
-    runs compiled closures. ``values`` maps size/index/bool symbols to Python values and, for
+    runs generated code. ``values`` maps size/index/bool symbols to Python values and, for
     ``stride``, tensor symbols to numpy arrays.
 
     Raises:

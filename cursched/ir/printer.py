@@ -393,6 +393,8 @@ class _Printer:
                     self.expr(out, s.lo, (*path, ("lo", -1)))
                     out.write(", ")
                     self.expr(out, s.hi, (*path, ("hi", -1)))
+                    if s.axis is not None:
+                        out.write(f", axis={_str_literal(s.axis)}")
                     out.write("):")
                     self.emit(out, suffix)
                     self.block(s.body, path, "body", depth + 1)

@@ -1,5 +1,5 @@
-"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans), all built
-on ``registry.primitive``.
+"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans, gpu), all
+built on ``registry.primitive``.
 
 ``cursched.split`` is ``cursched.primitives.split``: every primitive is re-exported from the
 package root.
@@ -26,11 +26,15 @@ from cursched.primitives.calls import (
     call_eqv,
     extract_subproc,
     inline,
+    insert_noop_call,
+    make_instr,
     replace,
 )
 from cursched.primitives.exprs import (
+    bind_config,
     bind_expr,
     commute_expr,
+    delete_config,
     fold_into_reduce,
     inline_assign,
     left_reassociate_expr,
@@ -38,11 +42,21 @@ from cursched.primitives.exprs import (
     merge_writes,
     rewrite_expr,
     split_write,
+    write_config,
+)
+from cursched.primitives.gpu import (
+    bind_loop,
+    insert_barrier,
+    insert_barriers,
+    scope,
+    unscope,
 )
 from cursched.primitives.loops import (
     add_loop,
+    add_unsafe_guard,
     cut_loop,
     delete_pass,
+    divide_with_recompute,
     eliminate_dead_code,
     fission,
     fuse,
@@ -62,21 +76,27 @@ from cursched.primitives.loops import (
     unroll_loop,
 )
 from cursched.primitives.registry import PrimCursors, primitive, settings
-from cursched.primitives.scans import *  # noqa: F403
 from cursched.primitives.scans import (
     scan_fuse,
+    split_scan,
+    tree_scan,
 )
 
 __all__ = [
     "PrimCursors",
     "add_loop",
+    "add_unsafe_guard",
+    "bind_config",
     "bind_expr",
+    "bind_loop",
     "call_eqv",
     "commute_expr",
     "cut_loop",
     "delete_buffer",
+    "delete_config",
     "delete_pass",
     "divide_dim",
+    "divide_with_recompute",
     "eliminate_dead_code",
     "expand_dim",
     "extract_subproc",
@@ -86,12 +106,16 @@ __all__ = [
     "inline",
     "inline_assign",
     "inline_window",
+    "insert_barrier",
+    "insert_barriers",
+    "insert_noop_call",
     "insert_pass",
     "join_loops",
     "left_reassociate_expr",
     "lift_alloc",
     "lift_reduce_constant",
     "lift_scope",
+    "make_instr",
     "merge_writes",
     "mult_dim",
     "mult_loops",
@@ -107,6 +131,7 @@ __all__ = [
     "reuse_buffer",
     "rewrite_expr",
     "scan_fuse",
+    "scope",
     "set_memory",
     "set_precision",
     "set_window",
@@ -116,8 +141,12 @@ __all__ = [
     "sink_alloc",
     "specialize",
     "split",
+    "split_scan",
     "split_write",
     "stage_mem",
+    "tree_scan",
     "unroll_buffer",
     "unroll_loop",
+    "unscope",
+    "write_config",
 ]

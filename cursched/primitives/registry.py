@@ -479,7 +479,8 @@ class _Primitive:
             inputs=tuple(inputs[p] for p in params[:n_pos]),
             kw_inputs=tuple((p, inputs[p]) for p in params[n_pos:] if p in passed),
             fmap=rw.fmap,
-            results=tuple(rw.fields.items()),
+            # in the dataclass's field order, which unpacking in history() follows
+            results=tuple((f.name, rw.fields[f.name]) for f in fields(rw.cursors)),
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:

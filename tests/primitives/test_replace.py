@@ -351,3 +351,35 @@ def test_bool_parameter_binds_to_a_condition() -> None:
     p, _ = replace(gated, "for j in _: _", maybe_zero)
     assert "maybe_zero(on and n > 2, A[i, 0:4])" in str(p)
     assert_equivalent(gated, p, trials=4)
+
+
+@instr(
+    "for (int t_ = 0; t_ < 4; t_++) {dst_data}[t_] = fmaxf({dst_data}[t_], expf({src_data}[t_]));"
+)
+def max_exp4(dst: [f32][4] @ DRAM, src: [f32][4] @ DRAM):
+    for i in seq(0, 4):
+        dst[i] = fmaxf(dst[i], expf(src[i]))
+
+
+def test_replace_matches_an_extern_under_its_other_name() -> None:
+    """``fmaxf``/``fmax`` and ``expf``/``exp`` are one extern each (same meaning and C
+    function): an instruction saying ``fmaxf(.., expf(..))`` matches code saying
+    ``fmax(.., exp(..))``; ``fmin`` still does not match ``fmax``."""
+
+    @proc
+    def f(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+        for i in seq(0, 8):
+            y[i] = fmax(y[i], exp(x[i]))
+
+    @proc
+    def g(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+        for i in seq(0, 8):
+            y[i] = fmin(y[i], exp(x[i]))
+
+    p, s = split(f, "i", 4, ("io", "ii"), tail="perfect")
+    q, _ = replace(p, s.inner, max_exp4)
+    assert "max_exp4(y[4 * io:4 * io + 4], x[4 * io:4 * io + 4])" in str(q)
+    assert_equivalent(f, q, trials=2)
+    p, s = split(g, "i", 4, ("io", "ii"), tail="perfect")
+    with pytest.raises(ReplaceMismatchError, match="fmaxf"):
+        replace(p, s.inner, max_exp4)

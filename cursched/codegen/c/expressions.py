@@ -27,6 +27,7 @@ import numpy as np
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import Namer
 from cursched.errors import CodegenError
+from cursched.ir.config import ConfigField
 from cursched.ir.externs import EXTERNS
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
@@ -298,6 +299,10 @@ class ExprGen:
         try:
             return self.bufs[sym]
         except KeyError:
+            if isinstance(sym, ConfigField):
+                # a member of the configuration's global struct (``cursched.codegen.c.unit``)
+                lv = f"{sym.config.c_struct()}.{sym.field}"
+                return Buffer(sym.type, f"(&{lv})", (), scalar=lv)
             raise CodegenError(f"'{sym}' is not a buffer in scope") from None
 
     def offset(self, b: Buffer, idx: tuple[Expr, ...]) -> str:

@@ -21,9 +21,10 @@ from cursched.analysis.aliasing import check_unit_aliasing
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import RESERVED, sanitize
 from cursched.codegen.c.statements import CParam, FunctionGen, signature
+from cursched.ir.config import ConfigDef, ConfigField
 from cursched.ir.memory import Memory
-from cursched.ir.nodes import Alloc, Call, ProcDef
-from cursched.ir.traversal import walk_stmts, written_args
+from cursched.ir.nodes import Alloc, Assign, Call, ProcDef, Reduce
+from cursched.ir.traversal import free_syms_expr, proc_exprs, walk_stmts, written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
 _INCLUDES = "#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <math.h>\n"
@@ -96,7 +97,26 @@ def _globals(procs: list[ProcDef]) -> list[str]:
             if m not in mems:
                 mems.append(m)
     texts = [m.c_global() for m in mems]
-    return [t.strip("\n") for t in [*texts, *instr_globals] if t.strip()]
+    return [t.strip("\n") for t in [*texts, *instr_globals, *_config_structs(procs)] if t.strip()]
+
+
+def _config_structs(procs: list[ProcDef]) -> list[str]:
+    """One global struct per configuration the procs use (``cursched.ir.config``): a field's
+    value is what the last write left there, shared by every function of the unit."""
+    used: dict[int, ConfigDef] = {}
+    for p in procs:
+        for e in proc_exprs(p):
+            for sym in free_syms_expr(e):
+                if isinstance(sym, ConfigField):
+                    used.setdefault(id(sym.config), sym.config)
+        for s in walk_stmts(p.body):
+            if isinstance(s, Assign | Reduce) and isinstance(s.sym, ConfigField):
+                used.setdefault(id(s.sym.config), s.sym.config)
+    out = []
+    for c in used.values():
+        members = " ".join(f"{f.type.c_name} {f.field};" for f in c)
+        out.append(f"static struct {{ {members} }} {c.c_struct()};")
+    return out
 
 
 def generate_unit(name: str, roots: Iterable[ProcDef], entry: bool = False) -> CUnit:
@@ -229,18 +249,18 @@ static int cs_np_self_overlaps(void *o, intptr_t itemsize) {
 def _entry_text(roots: tuple[CFunction, ...]) -> str:
     """The ``cs_entry_<name>`` shims of the roots.
 
-    A shim takes ``cs_check`` first, then the root's parameters with numpy array objects in
-    place of pointers. When ``cs_check`` is nonzero it first looks for overlapping arrays:
-    any two whose spans meet while the root writes one, and a written window whose strides
-    may make it overlap itself; it then returns ``1 + i * N + j`` (``N`` parameters, ``i <=
-    j`` their positions) without calling the root, and the wrapper decides exactly (numpy's
-    ``shares_memory``) and calls again with ``cs_check = 0`` if they do not share memory.
-    Otherwise it returns ``-1`` when an allocation failed during the call, else 0.
+    A shim takes the root's parameters with numpy array objects in place of pointers. It
+    first looks for overlapping arrays: any two whose spans meet while the root writes one,
+    and a written window whose strides may make it overlap itself; it then returns
+    ``1 + i * N + j`` (``N`` parameters, ``i <= j`` their positions) without calling the
+    root, and the wrapper decides exactly (numpy's ``shares_memory``) and calls
+    ``cs_entry_unchecked_<name>`` if they do not share memory. Both return ``-1`` when an
+    allocation failed during the call, else 0.
     """
     shims: list[str] = []
     for f in roots:
         written = written_args(f.proc)
-        decls: list[str] = ["int_fast64_t cs_check"]
+        decls: list[str] = []
         args: list[str] = []
         arrays: list[tuple[int, str, str, bool]] = []  # (position, name, ctype, window)
         for k, cp in enumerate(f.params):
@@ -281,16 +301,20 @@ def _entry_text(roots: tuple[CFunction, ...]) -> str:
             for k, n, ct, _ in arrays
             if k in used
         ]
-        body = ["    if (cs_check) {", *head, *checks, "    }"] if checks else []
+        names = [d.rsplit(" ", 1)[1].lstrip("*") for d in decls]
         shims.append(
             "\n".join(
                 [
-                    f"int cs_entry_{f.cname}({', '.join(decls)}) {{",
-                    *body,
+                    f"int cs_entry_unchecked_{f.cname}({', '.join(decls) or 'void'}) {{",
                     "    unsigned before = __atomic_load_n(&cs_alloc_failures, __ATOMIC_RELAXED);",
                     f"    {f.cname}({', '.join(args)});",
                     "    return __atomic_load_n(&cs_alloc_failures, __ATOMIC_RELAXED) != before"
                     " ? -1 : 0;",
+                    "}",
+                    "",
+                    f"int cs_entry_{f.cname}({', '.join(decls) or 'void'}) {{",
+                    *[line.removeprefix("    ") for line in head + checks],
+                    f"    return cs_entry_unchecked_{f.cname}({', '.join(names)});",
                     "}",
                 ]
             )

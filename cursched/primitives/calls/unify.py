@@ -27,6 +27,8 @@ from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.context import PathContext, context_of
 from cursched.errors import ShapeMismatchError
+from cursched.ir.config import ConfigField
+from cursched.ir.externs import same_extern
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -170,7 +172,12 @@ class Unifier:
                 self.block(p.orelse, c.orelse, orelse)
             case Assign() | Reduce():
                 assert isinstance(c, Assign | Reduce)
-                self.access(p.sym, p.idx, c.sym, c.idx, path, where)
+                if isinstance(p.sym, ConfigField):
+                    # a configuration field is global: the caller writes that very field
+                    if c.sym is not p.sym:
+                        raise UnifyError(f"`{_line(p)}` writes {p.sym.name}, not {c.sym.name}")
+                else:
+                    self.access(p.sym, p.idx, c.sym, c.idx, path, where)
                 self.data_expr(p.rhs, c.rhs, path, where)
             case Pass():
                 pass
@@ -292,6 +299,9 @@ class Unifier:
                 if not isinstance(c, Read) or c.type != p.type:
                     raise no()
                 self.scalar(p.sym, c, path, where)
+            case Read() if isinstance(p.sym, ConfigField):
+                if not (isinstance(c, Read) and c.sym is p.sym):
+                    raise no()
             case Read():
                 raise UnifyError(f"{print_expr(p)}: the callee reads a buffer of its own{where}")
             case BinOp():
@@ -304,7 +314,11 @@ class Unifier:
                     raise no()
                 self.data_expr(p.arg, c.arg, path, where)
             case Extern():
-                ok = isinstance(c, Extern) and c.name == p.name and len(c.args) == len(p.args)
+                ok = (
+                    isinstance(c, Extern)
+                    and same_extern(c.name, p.name)
+                    and len(c.args) == len(p.args)
+                )
                 if not ok or c.type != p.type:
                     raise no()
                 assert isinstance(c, Extern)

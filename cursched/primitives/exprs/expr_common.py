@@ -26,6 +26,7 @@ from cursched.analysis.effects import block_effects
 from cursched.cursors import ExprCursor
 from cursched.cursors.tree import walk
 from cursched.errors import BadArgumentError
+from cursched.ir.config import ConfigField
 from cursched.ir.nodes import (
     STMT_TYPES,
     Alloc,
@@ -101,7 +102,10 @@ def is_data(e: Expr) -> bool:
 
 
 def decl_type(ir: ProcDef, sym: Sym) -> Type | None:
-    """The declared type of a buffer symbol (parameter, allocation or window)."""
+    """The declared type of a buffer symbol (parameter, allocation, window or configuration
+    field)."""
+    if isinstance(sym, ConfigField):
+        return sym.type
     for a in ir.args:
         if a.sym is sym:
             return a.type

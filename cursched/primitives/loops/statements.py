@@ -17,7 +17,7 @@ from cursched.cursors import (
     StmtCursor,
 )
 from cursched.cursors.edits import Rewrite
-from cursched.cursors.tree import stmt_list
+from cursched.cursors.tree import stmt_list, walk_stmts
 from cursched.errors import DependenceError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import Pass
 from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
@@ -87,12 +87,13 @@ class DeletePassCursors(PrimCursors):
 
 
 @primitive
-def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
-    """Delete a ``pass`` statement.
+def delete_pass(proc: Proc, stmt: StmtCursor | None = None) -> Rewrite[DeletePassCursors]:
+    """Delete a ``pass`` statement, or (without ``stmt``, as Exo's ``delete_pass(p)``) every
+    ``pass`` that is not needed to keep a body non-empty.
 
     Args:
         proc: the proc to rewrite.
-        stmt: the ``pass`` (a cursor or a pattern such as ``"pass #1"``).
+        stmt: the ``pass`` (a cursor or a pattern such as ``"pass #1"``); ``None`` for all.
 
     Returns:
         The new proc and ``DeletePassCursors`` (no fields).
@@ -100,11 +101,12 @@ def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
     Preconditions:
         1. ``stmt`` is a ``pass`` (``NotAPassError``).
         2. it is not the only statement of its body, which would become empty
-           (``EmptyBodyError``).
+           (``EmptyBodyError``). Without ``stmt``, a body made only of ``pass`` keeps its
+           first one (a body of the language is never empty).
 
     Forwards/Kills:
-        Kills the ``pass`` (hint: "deleted by delete_pass"); every other statement keeps its
-        identity. Gaps anchored to the ``pass`` die with it.
+        Kills the deleted ``pass`` statements (hint: "deleted by delete_pass"); every other
+        statement keeps its identity. Gaps anchored to them die with them.
 
     Example:
         ``delete_pass(p, "pass")``::
@@ -113,6 +115,8 @@ def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
             pass                     y = 2.0
             y = 2.0
     """
+    if stmt is None:
+        return _delete_all_passes(proc)
     if not isinstance(stmt, PassCursor):
         raise fail(NotAPassError, "delete_pass", f"{stmt.describe()} is not `pass`", stmt)
     block = stmt.as_block().block()
@@ -126,6 +130,25 @@ def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
     checks_passed()
     ed = Editor(proc.ir())
     ed.delete(block, hint="deleted by delete_pass")
+    return ed.done(DeletePassCursors)
+
+
+def _delete_all_passes(proc: Proc) -> Rewrite[DeletePassCursors]:
+    ir = proc.ir()
+    doomed: list[BlockLoc] = []
+    for path, s in walk_stmts(ir.body, ()):
+        if not isinstance(s, Pass):
+            continue
+        *parent, (attr, k) = path
+        body = stmt_list(ir, tuple(parent), attr)
+        first_pass = next(j for j, x in enumerate(body) if isinstance(x, Pass))
+        if all(isinstance(x, Pass) for x in body) and k == first_pass:
+            continue  # keeps the body non-empty
+        doomed.append(BlockLoc(tuple(parent), attr, k, k + 1))
+    ed = Editor(ir)
+    # last first: deleting a statement shifts the positions of the ones after it only
+    for loc in reversed(doomed):
+        ed.delete(loc, hint="deleted by delete_pass")
     return ed.done(DeletePassCursors)
 
 
