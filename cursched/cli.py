@@ -216,8 +216,13 @@ def _compile(args: argparse.Namespace) -> int:
     if not chosen:
         raise CliError(f"{file} defines no procs")
     stem = sanitize(args.name or Path(file).stem)
-    if args.target == "cuda":
-        return _compile_cuda(chosen, stem, Path(args.output))
+    target = args.target
+    if target is None:  # procs made of kernels are CUDA, the rest C
+        from cursched.analysis.kernels import kernels
+
+        target = "cuda" if all(any(True for _ in kernels(p.ir())) for p in chosen) else "c"
+    if target == "cuda":
+        return _compile_cuda(list(chosen), stem, Path(args.output))
     try:
         unit = generate_unit(stem, [p.ir() for p in chosen])
     except CurschedError as e:
@@ -293,8 +298,9 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--target",
         choices=("c", "cuda"),
-        default="c",
-        help="c: a .c/.h pair (default); cuda: the .cu text of each proc's kernels",
+        default=None,
+        help="c: a .c/.h pair; cuda: the .cu text of each proc's kernels (default: cuda when"
+        " every proc is made of cuda scopes, else c)",
     )
     s = sub.add_parser(
         "show",

@@ -161,9 +161,20 @@ class Proc:
         Raises:
             PatternError: no scope has that name.
         """
-        from cursched.primitives.gpu.scopes import find_scope
+        from cursched.cursors import NodeLoc, ScopeCursor, make_cursor
+        from cursched.cursors.tree import walk_stmts
+        from cursched.errors import PatternError
+        from cursched.ir.nodes import Scope
 
-        return find_scope(self, name)
+        names: list[str] = []
+        for path, s in walk_stmts(self._ir.body, ()):
+            if isinstance(s, Scope):
+                if s.name == name:
+                    c = make_cursor(self, NodeLoc(path))
+                    assert isinstance(c, ScopeCursor)
+                    return c
+                names.append(s.name)
+        raise PatternError(f"no scope named {name!r} (scopes: {', '.join(names) or 'none'})")
 
     @api_boundary
     def at(self, where: str) -> Cursor:

@@ -96,7 +96,7 @@ def gpu_available() -> bool:
 
 
 def scheduled() -> list[Proc]:
-    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    """The procs this file produces (``cursched compile FILE --target cuda`` writes them)."""
     return [schedule(softmax)]
 
 

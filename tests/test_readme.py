@@ -19,7 +19,9 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
 INSTALL = "python -m pip install -e ."  # the library alone
 RUN = "python sched/tiled_matmul.py"
-INSTALL_DEV = "python -m pip install -e '.[dev]'"
+# the tests' install: the dev extra (and what else the suite needs, e.g. `.[dev,tune]`)
+INSTALL_DEV = re.search(r"^python -m pip install -e '\.\[dev[\w,]*\]'", BLOCKS[1][1], re.M)
+INSTALL_DEV = INSTALL_DEV.group() if INSTALL_DEV else "python -m pip install -e '.[dev]'"
 TESTS = "python -m pytest -q -W error"
 
 

@@ -41,7 +41,7 @@ from cursched.ir.nodes import Alloc, Assign, Call, For, If, ProcDef, Reduce, Sco
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_stmt
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_stmts
+from cursched.ir.traversal import stmt_blocks, walk_stmts
 
 
 class KernelRaceError(SafetyError, RaceError):
@@ -215,10 +215,17 @@ class _Walk:
         return ids
 
 
-def _walk_paths(body: tuple[Stmt, ...], prefix: Path) -> list[tuple[Path, Stmt]]:
-    from cursched.cursors.tree import walk_stmts as walk_with_paths
-
-    return list(walk_with_paths(body, prefix))
+def _walk_paths(
+    body: tuple[Stmt, ...], prefix: Path, attr: str = "body"
+) -> list[tuple[Path, Stmt]]:
+    """Every statement of ``prefix.<attr>`` and below, pre-order, with its path."""
+    out: list[tuple[Path, Stmt]] = []
+    for k, s in enumerate(body):
+        path = (*prefix, (attr, k))
+        out.append((path, s))
+        for a, block in stmt_blocks(s):
+            out += _walk_paths(block, path, a)
+    return out
 
 
 def kernel_race(p: ProcDef, scope_path: Path, scope: Scope) -> _Walk:

@@ -362,3 +362,32 @@ def test_every_avx512_instruction_builds(monkeypatch: pytest.MonkeyPatch) -> Non
         template = getattr(x86, n).ir().instr.c_template
         head = template.split("(")[0].split("= ")[-1]
         assert head in f.c_source, n
+
+
+@proc
+def masked_merge(n: size, x: f32[n] @ DRAM, y: f32[8] @ DRAM, z: f32[8] @ DRAM):
+    assert n <= 8
+    t: f32[8] @ AVX2
+    for i in seq(0, 8):
+        t[i] = y[i]
+    for i in seq(0, n):
+        t[i] = x[i]
+    for i in seq(0, 8):
+        z[i] = t[i]
+
+
+def test_masked_load_keeps_the_other_lanes() -> None:
+    """The body leaves lanes n..7 alone, so the instruction must too (maskload alone zeroes
+    them): checked against the interpreter for every n."""
+    p = _replace_all(
+        masked_merge,
+        [("i #0", mm256_loadu_ps), ("i #0", mm256_maskload_ps), ("i #0", mm256_storeu_ps)],
+    )
+    f = p.compile()
+    y = np.arange(10, 18, dtype=np.float32)
+    for n in range(1, 9):
+        x = -np.arange(1, n + 1, dtype=np.float32)
+        want, got = np.zeros(8, np.float32), np.zeros(8, np.float32)
+        masked_merge.interpret(n, x, y, want)
+        f(n, x, y, got)
+        assert np.array_equal(want, got), (n, want, got)

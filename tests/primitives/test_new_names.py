@@ -23,6 +23,7 @@ from cursched import (
     mult_loops,
     proc,
     rename,
+    scope,
     split,
     split_scan,
     stage_mem,
@@ -32,6 +33,7 @@ from cursched.primitives.arguments import RESERVED_NAMES, NewName, check_new_nam
 from cursched.primitives.buffers.stage import StageNameError
 from cursched.primitives.calls.extract import ExtractNameError
 from cursched.primitives.exprs.binds import BadBindNameError
+from cursched.primitives.gpu.scopes import ScopeNameError
 from cursched.primitives.loops.loop_shapes import MultNameError
 from cursched.primitives.loops.loop_split import SplitNamesError
 from cursched.primitives.loops.loop_wrap import AddLoopNameError
@@ -80,6 +82,7 @@ CALLS: dict[str, tuple[Callable[[str], Any], type[BadNameError]]] = {
         lambda nm: divide_with_recompute(long, "i", 3, 3, (nm, "ii")),
         RecomputeNamesError,
     ),
+    "scope": (lambda nm: scope(grid, "for k in _: _", nm), ScopeNameError),
 }
 
 # ``scope``'s name is a label, printed as a string literal (``with scope("name"):``), not a

@@ -155,15 +155,15 @@ def test_golden_path_layout(tmp_path: Path) -> None:
 
 def test_same_named_files_in_two_folders_do_not_collide(pytester: pytest.Pytester) -> None:
     # the same test name in tests/a/test_dup.py and tests/b/test_dup.py, different outputs
+    # importlib mode: the two modules share a name, and no package may shadow the suite's own
     for folder in ("a", "b"):
         d = pytester.path / "tests" / folder
         d.mkdir(parents=True)
-        (d / "__init__.py").write_text("")
         (d / "test_dup.py").write_text(
             f"def test_same(golden):\n    golden.check('from {folder}')\n", encoding="utf-8"
         )
-    (pytester.path / "tests" / "__init__.py").write_text("")
-    result = _run(pytester, "--update-golden")
+    mode = "--import-mode=importlib"
+    result = _run(pytester, mode, "--update-golden")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*cursched: 2 golden file(s) written*"])
     root = pytester.path / "tests/golden/tests"
@@ -171,7 +171,7 @@ def test_same_named_files_in_two_folders_do_not_collide(pytester: pytest.Pyteste
     assert (root / "b/test_dup/test_same.txt").read_text() == "from b\n"
     # two runs in a row pass, writing nothing
     for _ in range(2):
-        result = _run(pytester)
+        result = _run(pytester, mode)
         result.assert_outcomes(passed=2)
         assert "golden file(s) written" not in result.stdout.str()
 

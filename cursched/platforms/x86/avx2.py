@@ -71,10 +71,13 @@ def mm256_storeu_ps(dst: [f32][8] @ DRAM, src: [f32][8] @ AVX2):
         dst[i] = src[i]
 
 
-@instr("{dst} = _mm256_maskload_ps({src}, " + _MASK + ");")
+@instr(
+    "{dst} = _mm256_blendv_ps({dst}, _mm256_maskload_ps({src}, " + _MASK + "),"
+    " _mm256_castsi256_ps(" + _MASK + "));"
+)
 def mm256_maskload_ps(N: size, dst: [f32][8] @ AVX2, src: [f32][N] @ DRAM):
-    # lanes N..7 become 0.0 (the hardware's rule); the body leaves them unspecified, so
-    # only code that never reads them is replaced (a tail of N elements)
+    # lanes N..7 keep their value, as the body says (maskload alone would zero them, which
+    # a later full-register use could observe): the blend makes the template the body
     assert N <= 8
     assert stride(src, 0) == 1
     assert stride(dst, 0) == 1

@@ -2,8 +2,9 @@
 
 Same conventions as ``avx2`` (register windows are lvalues, DRAM windows pointers). The
 masked forms take Exo's bodies, ``for i in seq(0, 16): if i < N: ...`` (a guarded tail, as
-``split(..., tail="guard")`` leaves it); lanes ``i >= N`` of a masked load are 0.0 and of
-a masked fmadd keep their value. Numerics as in ``avx2``.
+``split(..., tail="guard")`` leaves it); lanes ``i >= N`` keep their value in every masked
+instruction, exactly as the bodies say (so ``mm512_maskz_loadu_ps`` merges rather than zeroes:
+Exo's zeroing template differs from its body). Numerics as in ``avx2``.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ def mm512_storeu_ps(dst: [f32][16] @ DRAM, src: [f32][16] @ AVX512):
         dst[i] = src[i]
 
 
-@instr("{dst} = _mm512_maskz_loadu_ps(" + _MASK + ", {src});")
+@instr("{dst} = _mm512_mask_loadu_ps({dst}, " + _MASK + ", {src});")
 def mm512_maskz_loadu_ps(N: size, dst: [f32][16] @ AVX512, src: [f32][N] @ DRAM):
+    # Exo's name and body; merge-masked (lanes i >= N keep their value, as the body says)
+    # where Exo's zero-masking template would clear them behind the body's back
     assert stride(src, 0) == 1
     assert stride(dst, 0) == 1
     assert N <= 16

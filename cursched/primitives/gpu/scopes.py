@@ -6,13 +6,16 @@ another proc (IREE's proposed ``util.scope``): a ``target="cuda"`` scope is one 
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from cursched.analysis.kernels import scope_of
-from cursched.cursors import BlockCursor, BlockLoc, Editor, NodeLoc
+from cursched.cursors import BlockCursor, BlockLoc, Editor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import ScopeCursor, StmtCursor
 from cursched.errors import BadArgumentError, BadNameError, ScopeError, ShapeMismatchError
 from cursched.ir.nodes import For, ProcDef, Scope
 from cursched.ir.traversal import walk_stmts
+from cursched.primitives.arguments import NewName, check_new_name
 from cursched.primitives.loops.loop_wrap import escaping_names
 from cursched.primitives.registry import (
     PrimCursors,
@@ -29,7 +32,7 @@ TARGETS = ("cuda",)
 
 
 class ScopeNameError(BadNameError):
-    """scope, precondition 1: the name is not a non-empty string."""
+    """scope, precondition 1: the name is not a usable name (an identifier, no keyword)."""
 
 
 class ScopeNameTakenError(BadNameError):
@@ -66,8 +69,8 @@ def _scope_names(ir: ProcDef) -> set[str]:
 
 
 def _check_name(name: object, ir: ProcDef, block: BlockCursor) -> str:
-    if not isinstance(name, str) or not name:
-        raise fail(ScopeNameError, "scope", f"a scope name is a non-empty string, not {name!r}")
+    # a cuda scope's name is its kernel's C name: the shared check of new names
+    name = check_new_name(name, "scope", ScopeNameError, block, what="scope name")
     if name in _scope_names(ir):
         raise fail(ScopeNameTakenError, "scope", f"the proc has a scope named {name!r}", block)
     return name
@@ -98,7 +101,10 @@ def _check_escape(ir: ProcDef, block: BlockCursor) -> None:
 
 @primitive
 def scope(
-    proc: Proc, block: BlockCursor, name: str, target: str | None = None
+    proc: Proc,
+    block: BlockCursor,
+    name: Annotated[str, NewName(ScopeNameError, scope="none", what="scope name")],
+    target: str | None = None,
 ) -> Rewrite[ScopeCursors]:
     """Wrap a block in a named region ``with scope(name):`` (a kernel with ``target="cuda"``).
 
@@ -113,7 +119,8 @@ def scope(
         ``scope``: the new scope statement; ``body``: its body.
 
     Preconditions:
-        1. ``name`` is a non-empty string (``ScopeNameError``).
+        1. ``name`` is a usable new name: an identifier, no keyword or reserved word
+           (``ScopeNameError``, the shared ``check_new_name``).
         2. no other scope of the proc has that name (``ScopeNameTakenError``).
         3. ``target`` is None or ``"cuda"`` (``ScopeTargetError``).
         4. a cuda scope is not inside another cuda scope and holds none
@@ -207,19 +214,5 @@ def unscope(proc: Proc, scope: StmtCursor) -> Rewrite[UnscopeCursors]:
 
 
 def find_scope(proc: Proc, name: str) -> ScopeCursor:
-    """The scope named ``name`` (``Proc.find_scope``).
-
-    Raises:
-        PatternError: no scope has that name.
-    """
-    from cursched.cursors.stmts import make_cursor
-    from cursched.cursors.tree import walk_stmts as walk_paths
-    from cursched.errors import PatternError
-
-    for path, s in walk_paths(proc.ir().body, ()):
-        if isinstance(s, Scope) and s.name == name:
-            c = make_cursor(proc, NodeLoc(path))
-            assert isinstance(c, ScopeCursor)
-            return c
-    names = sorted(_scope_names(proc.ir()))
-    raise PatternError(f"no scope named {name!r} (scopes: {', '.join(names) or 'none'})")
+    """The scope named ``name`` (``Proc.find_scope``)."""
+    return proc.find_scope(name)
