@@ -441,7 +441,8 @@ def _rewrite(
     elem: DataType = win.btype.elem
     staged = rebuild(stmts, win.buf, lambda old, new: _onto_tile(new, tile, win.coords, keep))
     first = loc.stmt_paths()[0]
-    make = _Nests(win, [Sym(fresh_name(used_names(ir) | {name}, "i")) for _ in keep])
+    taken = used_names(ir) | {name}  # fresh_name adds each name it makes: i0, i1, ...
+    make = _Nests(win, [Sym(fresh_name(taken, "i")) for _ in keep])
     make.guard = _guards(ir, first, win)
     buf = win.buf
     new: list[Stmt] = [Alloc(tile, TensorType(elem, win.extents) if keep else elem, mem)]
