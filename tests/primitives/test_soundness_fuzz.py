@@ -42,6 +42,7 @@ from cursched.cursors import BlockCursor, Cursor, GapCursor, make_cursor
 from cursched.errors import BoundsError
 from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
+from cursched.ir.config import ConfigDef
 from cursched.ir.nodes import (
     BinOp,
     Call,
@@ -155,7 +156,8 @@ def check_roundtrip(new: Proc) -> None:
 
 
 def check_history(original: Proc, new: Proc) -> None:
-    env: dict[str, object] = {**HELPERS, original.name(): original}
+    configs = {k: v for k, v in ENV.items() if isinstance(v, ConfigDef)}
+    env: dict[str, object] = {**HELPERS, **configs, original.name(): original}
     script = new.history()
     try:
         exec(script, env)
