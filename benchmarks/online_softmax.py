@@ -1,34 +1,38 @@
-"""Online softmax derived by ``scan_fuse`` (sched/online_softmax.py), compiled to C, against
-numpy's two-pass softmax and ``torch.softmax`` on the CPU, all single-threaded, in one run.
+"""Online softmax derived by ``scan_fuse`` (sched/online_softmax.py, ``schedule(softmax)`` with
+its default arguments), compiled with the default flags (no ``-ffast-math``), against numpy's
+two-pass softmax and ``torch.nn.functional.softmax`` on the CPU, at one thread and at all
+cores, in one run.
 
-Prints, per size, the time of each and the ratios (peer time / cursched time: above 1 means
-cursched is faster). Aims (issue 8): at least 1.5x numpy, at par with torch. The derived
-kernel runs with the default flags, with ``compile(vector_math=True)`` (libmvec's vector
-``expf``, nothing else assumed) and with ``-ffast-math``. Also timed: the naive two-pass proc
-compiled as it is, to show what the schedule itself buys.
+Prints, per size and thread count, the best time of each (the kernels timed interleaved: one
+call of each in turn, ``--reps`` rounds) and the ratios peer time / cursched time (above 1:
+cursched is faster). Every kernel's result is checked against numpy before it is timed, on rows
+that include a row starting with ``-inf`` and a row of equal values. Aims (issue 13), one
+thread: at 4096 x 4096, >= 2.0x numpy and >= 1.2x torch.
 
-Run: python benchmarks/online_softmax.py            (sizes up to 4096 x 4096)
-     python benchmarks/online_softmax.py --quick    (small sizes, a few seconds)
+Run: python benchmarks/online_softmax.py            (256x1024 .. 4096x8192)
+     python benchmarks/online_softmax.py --quick    (two small sizes, a few seconds)
 """
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"  # single-threaded peers, set before numpy/torch load
-
 import argparse
+import contextlib
 import importlib.util
+import os
+import platform
 import sys
-import timeit
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _results
 
 from cursched import Proc
 from cursched.ir.nodes import BinOp, Const, Expr, Read
@@ -45,20 +49,9 @@ def load_script(name: str) -> ModuleType:
     return mod
 
 
-def best(fn: Callable[[], Any], budget: float = 0.5) -> float:
-    """The best time of one call over repeats that fit in about ``budget`` seconds."""
-    once = timeit.timeit(fn, number=1)
-    reps = max(1, min(20, int(budget / max(once, 1e-6))))
-    return min(timeit.repeat(fn, number=1, repeat=reps))
-
-
 def with_tile_asserts(p: Proc, **tiles: int) -> Proc:
     """``p`` with each assert ``size % k == 0`` on a size named in ``tiles`` made
-    ``size % tiles[size] == 0``.
-
-    The schedule scripts' procs assert just the tiles the scripts use; the benchmarks time
-    larger tiles, whose ``split(..., tail="perfect")`` must follow from the asserts.
-    """
+    ``size % tiles[size] == 0`` (to schedule a proc with other tiles than its own)."""
     preds: list[Expr] = []
     todo = dict(tiles)
     for e in p.ir().preds:
@@ -74,13 +67,6 @@ def with_tile_asserts(p: Proc, **tiles: int) -> Proc:
 
 
 SCRIPT = load_script("online_softmax")
-softmax = with_tile_asserts(SCRIPT.softmax, C=256)
-"""sched/online_softmax.py's softmax, asserting ``C % 256 == 0`` to allow larger tiles."""
-
-
-FAST = ("-ffast-math",)
-"""Flags that let gcc vectorise ``expf`` (glibc's libmvec) and the ``fmaxf`` reduction. They
-also let the compiler assume no infinities; the run checks rows with ``-inf`` anyway."""
 
 
 def torch_module() -> Any:
@@ -88,8 +74,71 @@ def torch_module() -> Any:
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(1)
     return torch
+
+
+def thread_counts() -> list[int]:
+    """One thread, then all cores (once when there is one core)."""
+    return sorted({1, os.cpu_count() or 1})
+
+
+@contextlib.contextmanager
+def threads(n: int, torch: Any) -> Iterator[None]:
+    """Run the block with ``n`` threads for OpenMP (the compiled kernels), BLAS and torch."""
+    old = torch.get_num_threads() if torch is not None else 0
+    with threadpool_limits(limits=n):
+        if torch is not None:
+            torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            if torch is not None:
+                torch.set_num_threads(old)
+
+
+def interleaved_best(fns: dict[str, Callable[[], Any]], reps: int) -> dict[str, float]:
+    """The best time of each function over ``reps`` rounds, each round calling every function
+    once in turn (so that a change of machine load hits all of them alike)."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def machine() -> str:
+    """CPU model, cores, vector ISA and the load average (the machine may be shared)."""
+    model, flags = platform.processor() or "?", ""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name") and model in ("?", "", "x86_64"):
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = line
+                break
+    isa = [x for x in ("avx2", "fma", "avx512f") if f" {x}" in flags]
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return (
+        f"{model}, {os.cpu_count()} cores, {'+'.join(isa) or 'no AVX2'};"
+        f" load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+
+
+def print_header(first: str, peers: Sequence[str]) -> None:
+    head = [first, "threads", "cursched", *peers, *(f"{p}/cs" for p in peers)]
+    print(" ".join(f"{h:>11}" for h in head))
+
+
+def table_row(label: str, n_threads: int, times: dict[str, float]) -> str:
+    """``label``, the thread count, each time in ms (cursched first), then each peer's time
+    over cursched's."""
+    cs = times["cursched"]
+    peers = [k for k in times if k != "cursched"]
+    cells = [f"{times[k] * 1e3:9.2f}ms" for k in ("cursched", *peers)]
+    cells += [f"{times[k] / cs:10.2f}x" for k in peers]
+    return f"{label:>11} {n_threads:>11} " + " ".join(cells)
 
 
 def numpy_softmax(x: np.ndarray, y: np.ndarray) -> None:
@@ -98,77 +147,66 @@ def numpy_softmax(x: np.ndarray, y: np.ndarray) -> None:
     np.divide(e, e.sum(axis=1, keepdims=True), out=y)
 
 
-RATIOS = {"cursched": ("numpy/cs", "torch/cs"), "cs vec": ("np/vec", "tc/vec")}
-RATIOS |= {"cs fast": ("np/fast", "tc/fast")}
-"""The kernels whose times the peers' are divided by, with the header of each ratio."""
-
-
-def table_row(label: str, times: dict[str, float], ms_format: str = "9.2f") -> str:
-    """One line of a benchmark table: ``label``, each time (in ms, in ``times``' order), then
-    numpy's and torch's time over each kernel of ``RATIOS`` that ``times`` has."""
-    ratios = []
-    for k in RATIOS:
-        if k in times:
-            ratios += [times["numpy"] / times[k], times["torch"] / times[k]]
-    cells = [f"{t * 1e3:{ms_format}}ms" for t in times.values()] + [f"{q:10.2f}x" for q in ratios]
-    return f"{label:>11} " + " ".join(cells)
-
-
-def print_table(first: str, kernels: dict[str, Any], rows: Iterable[str | None]) -> int:
-    """Print the header (``first``, the kernels, the peers, the ratios of ``table_row``), then
-    each row as it comes; 1 at the first row that is None (a wrong kernel), else 0."""
-    ratio_heads = [h for k, hs in RATIOS.items() if k in kernels for h in hs]
-    head = [first, *kernels, "numpy", "torch", *ratio_heads]
-    print(" ".join(f"{h:>11}" for h in head))
-    for row in rows:
-        if row is None:
-            return 1
-        print(row)
-    return 0
-
-
-def measure(r: int, c: int, kernels: dict[str, Any], torch: Any) -> str | None:
-    """One line of the table for ``r x c`` (None when a kernel's result is wrong)."""
+def softmax_rows(r: int, c: int) -> np.ndarray:
     x = np.random.default_rng(0).standard_normal((r, c)).astype(np.float32)
     x[0, :3] = -np.inf  # a row starting with -inf
     x[1, :] = 0.5  # a row of equal values
-    y, y_np = np.empty_like(x), np.empty_like(x)
+    return x
+
+
+def measure(
+    r: int, c: int, kernel: Callable[..., None], torch: Any, n_threads: int, reps: int
+) -> dict[str, float] | None:
+    """Times of cursched, numpy and torch for ``r x c`` at ``n_threads`` (None when the
+    kernel's result is wrong)."""
+    x = softmax_rows(r, c)
+    y, y_np = np.full_like(x, np.nan), np.empty_like(x)
     numpy_softmax(x, y_np)
-    times = {}
-    for name, f in kernels.items():
-        y.fill(np.nan)  # a kernel that writes nothing must not pass on an earlier result
-        f(r, c, x, y)
+    with threads(n_threads, torch):
+        kernel(r, c, x, y)
         if not np.allclose(y, y_np, rtol=1e-5, atol=1e-6):
-            print(f"MISMATCH between {name} and numpy", file=sys.stderr)
+            print(f"MISMATCH between cursched and numpy at {r} x {c}", file=sys.stderr)
             return None
-        times[name] = best(lambda f=f: f(r, c, x, y))
-    times["numpy"] = best(lambda: numpy_softmax(x, y_np))
-    times["torch"] = float("nan")
-    if torch is not None:
-        xt = torch.from_numpy(x)
-        times["torch"] = best(lambda: torch.softmax(xt, dim=1))
-    return table_row(f"{r} x {c}", times)
+        fns: dict[str, Callable[[], Any]] = {
+            "cursched": lambda: kernel(r, c, x, y),
+            "numpy": lambda: numpy_softmax(x, y_np),
+        }
+        if torch is not None:
+            xt = torch.from_numpy(x)
+            fns["torch"] = lambda: torch.nn.functional.softmax(xt, dim=1)
+        return interleaved_best(fns, reps)
 
 
-def main() -> int:
+SIZES = [(256, 1024), (1024, 4096), (4096, 4096), (2048, 8192), (4096, 8192)]
+QUICK = [(64, 256), (256, 1024)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes only")
-    args = ap.parse_args()
-    sizes = [(64, 256), (256, 1024)] if args.quick else [(256, 1024), (1024, 4096), (4096, 4096)]
-
-    derived = SCRIPT.schedule(softmax, reduce_tile=64, norm_tile=256)
-    kernels = {
-        "cursched": derived.compile(),
-        "cs vec": derived.compile(vector_math=True),
-        "cs fast": derived.compile(extra_cflags=FAST),
-        "naive C": softmax.compile(),
-    }
+    ap.add_argument("--quick", action="store_true", help="two small sizes only")
+    ap.add_argument("--reps", type=int, default=0, help="rounds per size (default 5, quick 3)")
+    _results.add_json_flag(ap)
+    args = ap.parse_args(argv)
+    reps = args.reps or (3 if args.quick else 5)
+    kernel = SCRIPT.schedule(SCRIPT.softmax).compile()
     torch = torch_module()
+    print("machine:", machine())
     print("torch:", torch.__version__ if torch is not None else "not installed")
-    print("cursched: the derived kernel, default flags; cs vec: compile(vector_math=True)")
-    print("(vectorised expf, IEEE infinities, reductions in order); cs fast:", " ".join(FAST))
-    print("naive C: the two-pass proc compiled as written; ratios are peer time / cursched time")
-    return print_table("rows x cols", kernels, (measure(r, c, kernels, torch) for r, c in sizes))
+    print("cursched: sched/online_softmax.py schedule(softmax), default compile() flags")
+    print("ratios: peer time / cursched time, best of", reps, "interleaved rounds")
+    peers = ["numpy", "torch"] if torch is not None else ["numpy"]
+    print_header("rows x cols", peers)
+    for r, c in QUICK if args.quick else SIZES:
+        for n in thread_counts():
+            times = measure(r, c, kernel, torch, n, reps)
+            if times is None:
+                return 1
+            print(table_row(f"{r}x{c}", n, times), flush=True)
+            _results.record(kernel="softmax", size=[r, c], threads=n, elements=r * c, times_s=times)
+    _results.write_if_asked(
+        args, "online_softmax", "softmax of rows x cols, best time, by thread count"
+    )
+    return 0
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ libraries). Prints the per-primitive time of each library and the ratio exo / cu
 Three schedules: loops (20 steps), buffers (stage_mem, expand_dim, lift_alloc) and ``replace``
 by 8-wide instructions (declared in both libraries with the same bodies and asserts).
 
-Run: ``python benchmarks/schedule_speed.py [--repeat 5]``. Needs ``pip install -e '.[dev]'``
+Run: ``python benchmarks/schedule_speed.py [--repeat 5] [--json PATH]`` (``--json``: the
+per-primitive times as JSON, plotted by notebooks/benchmarks.py). Needs ``pip install -e '.[dev]'``
 (which installs exo-lang).
 """
 
@@ -23,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import _results
 import exo.API_scheduling as exo_api
 from _exo_instrs import fma8_exo, zero8_exo
 from _exo_procs import sgemm_exo
@@ -259,6 +261,7 @@ def report(title: str, names: list[str], ours: list[float], theirs: list[float])
         e = sum(theirs[i] for i in idx) * 1e3
         c = sum(ours[i] for i in idx) * 1e3
         print(f"{name:<16}{len(idx):>6}{e:>10.2f}{c:>13.2f}{e / c:>13.1f}x")
+        _results.record(schedule=title, primitive=name, calls=len(idx), exo_ms=e, cursched_ms=c)
     e_total, c_total = sum(theirs) * 1e3, sum(ours) * 1e3
     print(
         f"{'total':<16}{len(names):>6}{e_total:>10.2f}{c_total:>13.2f}{e_total / c_total:>13.1f}x"
@@ -268,6 +271,7 @@ def report(title: str, names: list[str], ours: list[float], theirs: list[float])
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="replays of each schedule")
+    _results.add_json_flag(ap)
     args = ap.parse_args()
     from cursched.testing import assert_equivalent
 
@@ -284,6 +288,7 @@ def main() -> None:
         if n:
             print()
         report(f"{title}, best of {args.repeat}", [s[0] for s in steps], ours, theirs)
+    _results.write_if_asked(args, "schedule_speed", f"per-primitive best of {args.repeat} replays")
 
 
 if __name__ == "__main__":

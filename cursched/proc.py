@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, overload
 
+from cursched.errors import api_boundary
 from cursched.ir.nodes import ProcDef
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
         BlockCursor,
         Cursor,
         ForCursor,
+        ScopeCursor,
         StepRecord,
         Tombstone,
     )
@@ -80,12 +82,25 @@ class Proc:
 
         return history_script(self, var)
 
+    def show_history(self) -> Any:
+        """Step through the schedule that made this proc: each step's call, and its proc with
+        the cursors that step returned highlighted.
+
+        Returns:
+            In Jupyter (with ipywidgets), a widget with a slider over the versions; elsewhere a
+            ``HistoryView`` (static HTML of every step: ``_repr_html_``, ``html()``).
+        """
+        from cursched.cursors.history_view import show_history
+
+        return show_history(self)
+
     # -- cursors (the facade over cursched.cursors) ------------------------------------------
     def _forward_cache(self) -> dict[Any, Any]:
         if self._fwd_cache is None:
             self._fwd_cache = {}
         return self._fwd_cache
 
+    @api_boundary
     def forward(self, cursor: Cursor | Tombstone) -> Cursor | Tombstone:
         """``cursor``, made on this proc or on an ancestor version, as a cursor of this proc.
 
@@ -98,6 +113,7 @@ class Proc:
 
         return forward_cursor(self, cursor)
 
+    @api_boundary
     def find(self, pattern: str, many: bool = False) -> Any:
         """The first match of ``pattern`` (``"for i in _: _"``, ``"x[_] * _ #1"``, ...), or
         the list of all matches with ``many=True``.
@@ -109,6 +125,7 @@ class Proc:
 
         return find(self, pattern, many=many)
 
+    @api_boundary
     def find_all(self, pattern: str) -> list[Cursor]:
         """Every match of ``pattern``."""
         from cursched.cursors.patterns import find
@@ -120,6 +137,7 @@ class Proc:
     def find_loop(self, pattern: str, many: Literal[False] = False) -> ForCursor: ...
     @overload
     def find_loop(self, pattern: str, many: Literal[True]) -> list[ForCursor]: ...
+    @api_boundary
     def find_loop(self, pattern: str, many: bool = False) -> ForCursor | list[ForCursor]:
         """The loop named by ``"i"`` or ``"i #1"`` (the second loop over ``i``): a
         ``ForCursor``, or the list of every such loop with ``many=True``.
@@ -129,12 +147,25 @@ class Proc:
         out: ForCursor | list[ForCursor] = find_loop(self, pattern, many=many)
         return out
 
+    @api_boundary
     def find_alloc_or_arg(self, name: str) -> Cursor:
         """The allocation named ``name``, else the parameter of that name."""
         from cursched.cursors.patterns import find_alloc_or_arg
 
         return find_alloc_or_arg(self, name)
 
+    @api_boundary
+    def find_scope(self, name: str) -> ScopeCursor:
+        """The named region ``with scope(name):`` (a kernel when its target is cuda).
+
+        Raises:
+            PatternError: no scope has that name.
+        """
+        from cursched.primitives.gpu.scopes import find_scope
+
+        return find_scope(self, name)
+
+    @api_boundary
     def at(self, where: str) -> Cursor:
         """The cursor at a printed location: ``"body[0].body[1]"``, ``"body[0].rhs"``,
         ``"body[2:4]"`` (a block), ``"args[1]"`` (what ``history()`` writes).
@@ -170,19 +201,51 @@ class Proc:
         return html_text(str(self))
 
     # -- running ---------------------------------------------------------------------------
+    @api_boundary
     def interpret(self, *args: Any, **kwargs: Any) -> None:
         """Run the proc in the reference interpreter (outputs are written in place)."""
         from cursched.interp import interpret
 
         interpret(self._ir, *args, **kwargs)
 
-    def compile(self, **options: Any) -> Callable[..., None]:
-        """Compile the proc with the C backend into a callable taking numpy arrays and ints."""
+    @api_boundary
+    def compile(self, target: str = "c", **options: Any) -> Callable[..., None]:
+        """Compile the proc into a callable (outputs written in place).
+
+        Args:
+            target: ``"c"`` (the C backend; numpy arrays and ints), ``"cuda-emulated"``
+                (the CUDA text run on the CPU; numpy arrays; option ``check_races=True``)
+                or ``"cuda"`` (cupy arrays, on the GPU).
+            options: the backend's options (``unsafe_skip_checks=True`` skips the barrier
+                checker of the CUDA targets).
+        """
+        if target in ("cuda", "cuda-emulated"):
+            from cursched.codegen.cuda import compile_cuda
+
+            return compile_cuda(self._ir, target, **options)
+        if target != "c":
+            from cursched.errors import CodegenError
+
+            raise CodegenError(f"unknown target {target!r} (c, cuda, cuda-emulated)")
         from cursched.codegen.c import compile_proc
 
         return compile_proc(self._ir, **options)
 
+    @api_boundary
+    def cuda_source(self, unsafe_skip_checks: bool = False) -> str:
+        """The ``.cu`` text of the proc's kernels (one per ``target="cuda"`` scope).
 
+        Raises:
+            CodegenError: data code outside every cuda scope (named), or no cuda scope.
+            KernelRaceError: the barrier checker found a race (skip it with
+                ``unsafe_skip_checks=True``).
+        """
+        from cursched.codegen.cuda import generate_cuda
+
+        return generate_cuda(self._ir, unsafe_skip_checks=unsafe_skip_checks).source
+
+
+@api_boundary
 def proc(fn: Callable[..., Any]) -> Proc:
     """Decorator: parse a Python function in the cursched language into a ``Proc``.
 
@@ -207,6 +270,7 @@ def instr(c_template: str, c_global: str = "") -> Callable[[Callable[..., Any]],
     from cursched.analysis.bounds import check_bounds
     from cursched.frontend import parse_function
 
+    @api_boundary
     def wrap(fn: Callable[..., Any]) -> Proc:
         return Proc(check_bounds(parse_function(fn, instr=(c_template, c_global))))
 

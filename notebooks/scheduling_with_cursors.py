@@ -185,6 +185,14 @@ exec(script, replayed)
 assert str(replayed["p"]) == str(p)
 
 # %% [markdown]
+# `p.show_history()` steps through the same schedule: move the slider to see each version,
+# the call that made it, and the cursors that call returned highlighted in the proc. (Outside
+# Jupyter it is a static page of every step.)
+
+# %%
+p.show_history()
+
+# %% [markdown]
 # ## Equivalence and the compiled kernel
 #
 # `assert_equivalent` runs both procs in the reference interpreter on random inputs that

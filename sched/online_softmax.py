@@ -128,6 +128,11 @@ def check(p: Proc, x: np.ndarray, *, compiled: bool) -> list[str]:
     return bad
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(p) for p in (softmax_denominator, softmax, logsumexp)]
+
+
 def main() -> int:
     x = rows(6, 64)
     bad: list[str] = []

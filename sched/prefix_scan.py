@@ -105,6 +105,11 @@ def check(n: int, *, prefix_sum: bool, seed: int = 0, compiled: bool = True) -> 
     return bad
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [discounted_scan, schedule(scan_normalised)[0]]
+
+
 def main() -> int:
     print(discounted_scan, end="\n\n")
     fused, cursors = schedule(scan_normalised)

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from cursched import DRAM, proc
+from cursched import DRAM, Proc, proc
 
 
 @proc
@@ -27,6 +27,11 @@ def softmax(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
         s += y[i]
     for i in seq(0, n):
         y[i] = y[i] / s
+
+
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [softmax]  # nothing to schedule: the proc as written
 
 
 def main() -> int:

@@ -51,6 +51,11 @@ def schedule(p: Proc) -> Proc:
     return p
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(sgemm)]
+
+
 def main() -> int:
     p = schedule(sgemm)
     print(p)

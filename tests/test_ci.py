@@ -29,6 +29,9 @@ def _run_ci(tmp_path: Path, fail_on: str = "<never>", status: int = 1) -> tuple[
     stub = bin_dir / "python"
     stub.write_text(STUB)
     stub.chmod(0o755)
+    # a chromium on the PATH, so the run never reaches apt-get
+    (bin_dir / "chromium").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "chromium").chmod(0o755)
     log = tmp_path / "log"
     env = dict(
         os.environ,
@@ -54,7 +57,9 @@ def test_ci_runs_every_step_in_order(tmp_path: Path) -> None:
     rc, out, calls = _run_ci(tmp_path)
     assert rc == 0, out
     assert calls == [
-        "-m pip install -e .[dev]",
+        "-m pip install -e .",
+        "sched/tiled_matmul.py",
+        "-m pip install -e .[dev,tune]",
         "-m ruff check .",
         "-m ruff format --check .",
         "-m mypy",
@@ -74,7 +79,9 @@ def test_ci_fails_on_test_failures(tmp_path: Path) -> None:
     assert "tests failed" in out
 
 
-@pytest.mark.parametrize("step", ["pip install", "ruff check", "ruff format", "mypy"])
+@pytest.mark.parametrize(
+    "step", ["pip install -e .", "tiled_matmul", "[dev,tune]", "ruff check", "ruff format", "mypy"]
+)
 def test_ci_stops_at_the_first_failing_step(tmp_path: Path, step: str) -> None:
     rc, out, calls = _run_ci(tmp_path, fail_on=step, status=3)
     assert rc == 3, out

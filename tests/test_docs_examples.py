@@ -33,7 +33,9 @@ HEADERS: dict[str, str] = {
         "def f(H: size, x: f32[H + 2] @ DRAM, t: f32[H + 2] @ DRAM):\n    assert H % 4 == 0"
     ),
     "bind_expr": f"def f(n: size, i: index, x: {F}, a: f32 @ DRAM):\n    assert i >= 0 and i < n",
+    "bind_loop": "def f(x: f32[64] @ GLOBAL, y: f32[64] @ GLOBAL):",
     "call_eqv": f"def f(n: size, x: {F}):",
+    "tree_scan": "def f(x: f32[4] @ DRAM, y: f32[4] @ DRAM, s: f32 @ DRAM):",
     "rewrite_expr": "def f(n: size, x: f32[n] @ DRAM):\n    assert n % 4 == 0",
     "set_window": "",
     "commute_expr": f"def f(n: size, i: index, x: {F}, y: {F}):\n    assert i >= 0 and i < n",
@@ -82,6 +84,7 @@ HEADERS: dict[str, str] = {
     "resize_dim": "def f(x: f32[4] @ DRAM):",
     "reuse_buffer": "def f(x: f32[2] @ DRAM, y: f32[2] @ DRAM):",
     "scan_fuse": f"def f(n: size, x: {F}, m: f32 @ DRAM, s: f32 @ DRAM):",
+    "scope": "def f(n: size, x: f32[n] @ GLOBAL, y: f32[n] @ GLOBAL):",
     "set_memory": "def f():",
     "set_precision": "def f(x: f32[1] @ DRAM):",
     "shift_loop": f"def f(n: size, x: {F}):",
@@ -93,10 +96,12 @@ HEADERS: dict[str, str] = {
     "split_write": f"def f(n: size, i: index, x: {F}, y: {F}):\n    assert i >= 0 and i < n",
     "unroll_buffer": "def f(x: f32[2] @ DRAM):",
     "unroll_loop": "def f(x: f32[2] @ DRAM):",
+    "unscope": "def f(n: size, x: f32[n] @ GLOBAL, y: f32[n] @ GLOBAL):",
 }
 
 # Examples that are not programs, and why.
 ILLUSTRATIVE: dict[str, str] = {
+    "split_scan": "the diagram elides the allocations, the guard and the carry loop's body",
     "rename": "the diagram elides the proc with `...`",
     # shown by tests/primitives/test_configs.py and test_exo_parity.py instead
     "bind_config": "needs a @config class, which the example environment does not have",
@@ -104,6 +109,8 @@ ILLUSTRATIVE: dict[str, str] = {
     "delete_config": "needs a @config class, which the example environment does not have",
     "insert_noop_call": "needs a no-op instruction, which the example environment lacks",
     "make_instr": "the diagram elides the instruction's body",
+    "insert_barrier": "the bound loops are elided (`par(0, 64, ...)`) to fit two columns",
+    "insert_barriers": "the bound loops are elided (`par(0, 64, ...)`) to fit two columns",
 }
 
 

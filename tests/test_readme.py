@@ -17,23 +17,47 @@ from cursched.ir.alpha import alpha_diff, alpha_equal
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```", README, re.S | re.M)
-INSTALL = "python -m pip install -e '.[dev]'"
+INSTALL = "python -m pip install -e ."  # the library alone
+RUN = "python sched/tiled_matmul.py"
+INSTALL_DEV = "python -m pip install -e '.[dev]'"
 TESTS = "python -m pytest -q -W error"
 
 
 def test_readme_starts_with_the_two_setup_commands() -> None:
     (lang1, first), (lang2, second) = BLOCKS[:2]
     assert (lang1, lang2) == ("bash", "bash")
-    assert first.strip() == f"{INSTALL} && python sched/tiled_matmul.py"
-    assert "bash .ci/run" in second and TESTS in second
+    assert first.strip() == f"{INSTALL} && {RUN}"
+    assert second.startswith(f"{INSTALL_DEV} && bash .ci/run") and TESTS in second
     # nothing but a one-line intro before the first command
     assert README.index("```bash") < 200
 
 
 def test_ci_runs_the_readme_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert INSTALL in ci
+    lines = [ln.strip() for ln in ci.splitlines()]
+    assert lines.index(INSTALL) < lines.index(RUN) < lines.index(INSTALL_DEV)
     assert TESTS in ci
+
+
+def test_the_first_install_is_the_library_alone() -> None:
+    """`pip install -e .` brings only what running a schedule needs: no tool of the extras."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    base = {re.split(r"[<>=!\[ ]", d)[0].lower() for d in project["dependencies"]}
+    assert base == {"numpy", "pysmt", "z3-solver", "platformdirs"}
+    extras = project["optional-dependencies"]
+    assert {"dev", "notebooks", "cuda", "bench"} <= set(extras)
+    names = {k: {re.split(r"[<>=!\[ ]", d)[0].lower() for d in v} for k, v in extras.items()}
+    assert {"pytest", "ruff", "mypy", "hypothesis"} <= names["dev"]
+    assert {"jupytext", "nbconvert", "matplotlib", "ipywidgets"} <= names["notebooks"]
+    assert names["notebooks"] & {"jupyterlab", "notebook"}
+    assert {"exo-lang", "torch", "threadpoolctl"} <= names["bench"]
+    assert "torch==2.13.0" in extras["bench"]
+
+
+def test_the_readme_says_how_to_open_the_notebooks() -> None:
+    assert "python -m pip install -e '.[notebooks]' && jupyter lab notebooks/" in README
 
 
 def test_quickstart_runs_end_to_end() -> None:

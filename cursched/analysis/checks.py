@@ -20,7 +20,13 @@ from cursched.analysis import smt
 from cursched.analysis.context import PathContext, context_of
 from cursched.analysis.deps import Instance, conflicting, dependence, instance, lex_lt
 from cursched.analysis.effects import Access, block_effects
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    DependenceError,
+    NotProvenError,
+    OutOfBoundsError,
+    RaceError,
+    SchedulingError,
+)
 from cursched.ir.config import ConfigField
 from cursched.ir.nodes import (
     Alloc,
@@ -33,6 +39,7 @@ from cursched.ir.nodes import (
     Reduce,
     Stmt,
     WindowExpr,
+    WindowStmt,
 )
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr, print_proc, print_stmt
@@ -79,43 +86,43 @@ class SafetyError(SchedulingError):
         return self._text
 
 
-class CommuteError(SafetyError):
+class CommuteError(SafetyError, DependenceError):
     """Two statement groups do not commute."""
 
 
-class ReorderLoopsError(SafetyError):
+class ReorderLoopsError(SafetyError, DependenceError):
     """Two nested loops cannot be interchanged."""
 
 
-class FissionError(SafetyError):
+class FissionError(SafetyError, DependenceError):
     """A loop cannot be split in two at a gap."""
 
 
-class FusionError(SafetyError):
+class FusionError(SafetyError, DependenceError):
     """Two loops (or ifs) cannot be fused."""
 
 
-class NotEqualError(SafetyError):
+class NotEqualError(SafetyError, NotProvenError):
     """Two expressions are not provably equal in context."""
 
 
-class NotDivisibleError(SafetyError):
+class NotDivisibleError(SafetyError, NotProvenError):
     """A value is not provably divisible by another."""
 
 
-class NotBoundedError(SafetyError):
+class NotBoundedError(SafetyError, NotProvenError):
     """A value is not provably bounded by another."""
 
 
-class BufferNotDeadError(SafetyError):
+class BufferNotDeadError(SafetyError, DependenceError):
     """A buffer is read after the point where it should be dead."""
 
 
-class OutsideWindowError(SafetyError):
+class OutsideWindowError(SafetyError, OutOfBoundsError):
     """An access of a block leaves the window it must stay inside."""
 
 
-class ParallelError(SafetyError):
+class ParallelError(SafetyError, RaceError):
     """A loop carries a dependence and cannot run in parallel."""
 
 
@@ -337,7 +344,11 @@ def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | N
         start = k if last else k + 1
         tail = node.body[start:]
         for s in head:
-            defined |= defined_syms(s)
+            # only what a statement of this body declares is visible after it: the loop
+            # variables and allocations of nested blocks are scoped to them (stage_mem's
+            # load and store nests share their loop variables)
+            if isinstance(s, Alloc | WindowStmt):
+                defined.add(s.sym)
         late.extend(tail)
         # windows declared earlier in this body are visible to both parts
         head_ctx = context_of(p, (*path, ("body", 0)))

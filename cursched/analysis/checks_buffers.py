@@ -26,13 +26,14 @@ from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.checks import SafetyError
 from cursched.analysis.effects import Access
+from cursched.errors import NotProvenError
 from cursched.ir.symbols import Sym
 
 Region: TypeAlias = tuple[tuple[af.Aff, af.Aff | None], ...]
 Limits: TypeAlias = tuple[af.Aff | None, ...] | None
 
 
-class NotCoveredError(SafetyError):
+class NotCoveredError(SafetyError, NotProvenError):
     """A region is not provably overwritten by the writes of a block."""
 
 

@@ -17,13 +17,14 @@ from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import context_of
 from cursched.analysis.deps import dependence, instance
 from cursched.analysis.effects import block_effects
+from cursched.errors import DependenceError
 from cursched.ir.nodes import Assign, Expr, ProcDef, Stmt
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
 
 
-class ValueChangedError(SafetyError):
+class ValueChangedError(SafetyError, DependenceError):
     """A statement between the evaluation of an expression and a use may write an element
     the expression reads."""
 

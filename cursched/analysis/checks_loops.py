@@ -16,6 +16,7 @@ from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import PathContext, context_of
 from cursched.analysis.deps import Instance
 from cursched.analysis.effects import Access, block_effects
+from cursched.errors import NotProvenError
 from cursched.ir.nodes import Expr, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_stmt
@@ -23,7 +24,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, subst_expr
 
 
-class NotIdempotentError(SafetyError):
+class NotIdempotentError(SafetyError, NotProvenError):
     """A block may leave a different state when it runs twice than when it runs once."""
 
 

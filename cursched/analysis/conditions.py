@@ -14,17 +14,17 @@ from cursched.analysis import smt
 from cursched.analysis.bounds import check_stmt_bounds
 from cursched.analysis.checks import SafetyError
 from cursched.analysis.context import context_of
-from cursched.errors import BoundsError
+from cursched.errors import BoundsError, NotProvenError
 from cursched.ir.nodes import Call, Expr, ProcDef
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr
 
 
-class ConditionError(SafetyError):
+class ConditionError(SafetyError, NotProvenError):
     """A condition does not provably hold where it must."""
 
 
-class CallPreconditionError(SafetyError):
+class CallPreconditionError(SafetyError, NotProvenError):
     """A call's arguments do not provably fit the callee (shapes or asserts)."""
 
 

@@ -503,17 +503,9 @@ def call_site_mem_aware_replace(
 
 
 def replace_all(proc: Any, subprocs: Any, mem_aware: bool = True) -> Procedure:
-    """Exo's ``replace_all``: ``cursched.stdlib.replace_all`` (memories always match).
-
-    Raises:
-        CurschedError: ``cursched.stdlib`` (the x86 library's branch) is not installed.
-    """
+    """Exo's ``replace_all``: ``cursched.stdlib.replace_all`` (memories always match)."""
     del mem_aware
-    try:
-        from cursched.stdlib import replace_all as _replace_all  # type: ignore[import-not-found]
-    except ImportError as e:
-        msg = "replace_all needs cursched.stdlib.replace_all, which this build does not have"
-        raise CurschedError(msg) from e
+    from cursched.stdlib import replace_all as _replace_all
 
     subs = subprocs if isinstance(subprocs, list | tuple) else [subprocs]
     new, _ = _replace_all(_procedure(proc), [_procedure(s) for s in subs])

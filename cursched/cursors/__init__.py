@@ -1,6 +1,6 @@
 """Cursors: places in a proc, navigation, pattern finding, edit operations and forwarding.
 
-A cursor is a (proc, location) pair (DESIGN.md, contract 5). Modules:
+A cursor is a (proc, location) pair (docs/architecture.md, contract 5). Modules:
 
 - ``locs``: locations (node paths, blocks, gaps, parameters) and the printed path format;
 - ``kinds`` / ``stmts``: the cursor classes and their navigation;

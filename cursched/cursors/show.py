@@ -8,6 +8,8 @@ under an expression or a parameter. HTML wraps that text and highlights the mark
 from __future__ import annotations
 
 import html
+import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, assert_never
 
 from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc, NoLoc, format_path
@@ -73,21 +75,129 @@ def show_cursor(c: Cursor) -> str:
 
 _MARKERS = ("# <--", "[GAP]", "# BLOCK START", "# BLOCK END")
 
+# Token colours: JupyterLab's editor colours, which follow its light or dark theme, with
+# fallbacks readable on a white page (outside Jupyter). Inline styles, not a <style> block,
+# since Jupyter's sanitizer may drop style elements of untrusted outputs.
+_COLOURS = {
+    "kw": "var(--jp-mirror-editor-keyword-color, #7a1fa2)",
+    "type": "var(--jp-mirror-editor-builtin-color, #00638a)",
+    "num": "var(--jp-mirror-editor-number-color, #08750c)",
+    "str": "var(--jp-mirror-editor-string-color, #a31515)",
+    "com": "var(--jp-mirror-editor-comment-color, #5c6670)",
+}
+_KEYWORDS = frozenset(
+    [
+        "def",
+        "for",
+        "in",
+        "if",
+        "elif",
+        "else",
+        "assert",
+        "pass",
+        "with",
+        "and",
+        "or",
+        "not",
+        "return",
+        "True",
+        "False",
+    ]
+)
+_TYPES = frozenset(
+    [
+        "size",
+        "index",
+        "bool",
+        "R",
+        "f16",
+        "f32",
+        "f64",
+        "i8",
+        "ui8",
+        "ui16",
+        "i32",
+        "seq",
+        "par",
+        "stride",
+        "scope",
+        "instr",
+        "proc",
+    ]
+)
+_TOKEN = re.compile(
+    r"(?P<com>#.*$)|(?P<str>\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')"
+    r"|(?P<num>\b\d+(?:\.\d*)?(?:[eE][-+]?\d+)?\b)|(?P<name>[A-Za-z_]\w*)",
+    re.M,
+)
+# The marked line: a fixed dark text on a fixed pale background, so that it reads the same in
+# every theme (a theme's light text on the pale highlight would not).
+MARK_BG = "#ffe58a"
+MARK_FG = "#1b1b1b"
+_PRE = (
+    "font-family:var(--jp-code-font-family, monospace);line-height:1.3;text-align:left;"
+    "color:var(--jp-content-font-color1, inherit);background:transparent;padding:4px 0"
+)
+
+
+def _span(kind: str, text: str) -> str:
+    return f'<span style="color:{_COLOURS[kind]}">{html.escape(text)}</span>'
+
+
+def highlight_line(line: str) -> str:
+    """One line of printed source as HTML, its tokens coloured (keywords, types and loop
+    forms, numbers, strings, comments)."""
+    out, pos = [], 0
+    for m in _TOKEN.finditer(line):
+        out.append(html.escape(line[pos : m.start()]))
+        kind = m.lastgroup
+        text = m.group()
+        if kind == "name":
+            kind = "kw" if text in _KEYWORDS else "type" if text in _TYPES else None
+        out.append(_span(kind, text) if kind else html.escape(text))
+        pos = m.end()
+    out.append(html.escape(line[pos:]))
+    return "".join(out)
+
+
+def is_marked(line: str) -> bool:
+    """Whether a printed line is one of the printer's marks (a cursor's place)."""
+    stripped = line.strip()
+    return any(m in line for m in _MARKERS) or bool(stripped and set(stripped) <= {"^"})
+
 
 def html_text(text: str) -> str:
-    """``text`` as an HTML ``<pre>`` block, marked lines highlighted."""
+    """``text`` (printed source) as an HTML ``<pre>`` block: tokens coloured, marked lines
+    highlighted in colours readable on light and dark themes."""
     lines = []
     for line in text.splitlines():
-        esc = html.escape(line)
-        marked = any(m in line for m in _MARKERS) or (line.strip() and set(line.strip()) <= {"^"})
-        if marked:
-            esc = f'<span style="background:#fff3a0;font-weight:bold">{esc}</span>'
-        lines.append(esc)
+        if is_marked(line):
+            style = f"background:{MARK_BG};color:{MARK_FG};font-weight:bold"
+            lines.append(f'<span class="cs-mark" style="{style}">{html.escape(line)}</span>')
+        else:
+            lines.append(highlight_line(line))
     body = "\n".join(lines)
-    return f'<pre style="font-family:monospace;line-height:1.25">{body}</pre>'
+    return f'<pre class="cs-proc" style="{_PRE}">{body}</pre>'
 
 
 def html_cursor(c: Cursor) -> str:
     """``_repr_html_`` of a cursor: its proc with the place highlighted."""
     head = html.escape(repr(c))
-    return f"<div><div><code>{head}</code></div>{html_text(str(c))}</div>"
+    return f'<div style="text-align:left"><div><code>{head}</code></div>{html_text(str(c))}</div>'
+
+
+def html_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A left-aligned HTML table (Jupyter right-aligns table cells unless told otherwise)."""
+    cell = "text-align:left;padding:1px 10px 1px 0"
+    ths = "".join(f'<th style="{cell}">{html.escape(h)}</th>' for h in head)
+    trs = "".join(
+        "<tr>"
+        + "".join(f'<td style="{cell}"><code>{html.escape(c)}</code></td>' for c in r)
+        + "</tr>"
+        for r in rows
+    )
+    return (
+        f'<div style="text-align:left"><b>{html.escape(title)}</b>'
+        f'<table style="margin-left:0"><thead><tr>{ths}</tr></thead><tbody>{trs}</tbody>'
+        "</table></div>"
+    )

@@ -106,11 +106,24 @@ _EXPR_TEXT: dict[type[ast.AST], str] = {
 }
 
 
+# the roles of integer expressions named in errors, by the ``what`` their parser is given
+_ROLES = {
+    "a shape": "shape expressions",
+    "a loop bound": "loop bounds",
+    "a bound": "window bounds",
+    "a window index": "index expressions",
+    "an index": "index expressions",
+}
+
+
 class ExprParser:
     """Parses the expressions of one proc; ``ctx`` holds its variables and scope."""
 
     def __init__(self, ctx: Ctx) -> None:
         self.ctx = ctx
+        # what the outermost integer expression being parsed is (a shape, a loop bound, an
+        # index), so that an error deep inside it names that role
+        self._role = "index expressions"
 
     # -- errors -------------------------------------------------------------------------------
     def not_in_language(self, node: ast.AST) -> None:
@@ -140,6 +153,16 @@ class ExprParser:
     # -- control expressions ------------------------------------------------------------------
     def integer(self, node: ast.expr, what: str) -> Expr:
         """An integer control expression (an index, bound, shape or size argument)."""
+        role = _ROLES.get(what)
+        if role is None:
+            return self._integer(node, what)
+        outer, self._role = self._role, role
+        try:
+            return self._integer(node, what)
+        finally:
+            self._role = outer
+
+    def _integer(self, node: ast.expr, what: str) -> Expr:
         e = self.control(node)
         if e.type == BOOL:
             self.ctx.type_error(node, f"{what} must be an integer expression, not a bool")
@@ -206,6 +229,10 @@ class ExprParser:
         raise AssertionError("unreachable")  # not_in_language always raises
 
     def _data_in_control(self, node: ast.AST, name: str) -> None:
+        if self._role == "shape expressions":
+            self.ctx.type_error(
+                node, f"data value '{name}' in a shape: a shape is built from sizes and constants"
+            )
         self.ctx.type_error(
             node,
             f"data value '{name}' used where a control value (index, bound or condition) "
@@ -228,9 +255,7 @@ class ExprParser:
         lhs = self.integer(node.left, f"the left operand of {op}")
         rhs = self.integer(node.right, f"the right operand of {op}")
         if op == "*" and has_vars(lhs) and has_vars(rhs):
-            self.ctx.type_error(
-                node, "index expressions must be affine: '*' needs a constant operand"
-            )
+            self.ctx.type_error(node, f"{self._role} must be affine: '*' needs a constant operand")
         if op in ("/", "%"):
             divisor = const_eval(rhs)
             if divisor is None or divisor <= 0:

@@ -22,6 +22,7 @@ from cursched.frontend.windows import is_window, window
 from cursched.ir.config import ConfigDef, ConfigField
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
+    CUDA_AXES,
     Alloc,
     Assign,
     Call,
@@ -297,8 +298,16 @@ class ProcParser:
             and it.func.id in ("seq", "par")
         ):
             self.ctx.parse_error(it, "loops are written 'for i in seq(lo, hi)' or par(lo, hi)")
-        if it.keywords or len(it.args) != 2 or any(isinstance(a, ast.Starred) for a in it.args):
+        if len(it.args) != 2 or any(isinstance(a, ast.Starred) for a in it.args):
             self.ctx.parse_error(it, f"{it.func.id} takes two arguments: {it.func.id}(lo, hi)")
+        axis: str | None = None
+        for kw in it.keywords:
+            # par(lo, hi, axis="threadIdx.x"): what bind_loop prints
+            if it.func.id != "par" or kw.arg != "axis" or not _is_str(kw.value):
+                self.ctx.parse_error(it, f"{it.func.id} takes two arguments: {it.func.id}(lo, hi)")
+            if kw.value.value not in CUDA_AXES:
+                self.ctx.type_error(kw.value, f"axis is one of {', '.join(CUDA_AXES)}")
+            axis = str(kw.value.value)
         lo = self.exprs.integer(it.args[0], "a loop bound")
         hi = self.exprs.integer(it.args[1], "a loop bound")
         sym = Sym(node.target.id)
@@ -309,7 +318,7 @@ class ProcParser:
         finally:
             self.ctx.pop()
         mode: LoopMode = "par" if it.func.id == "par" else "seq"
-        return For(sym, lo, hi, body, mode, srcinfo=self.ctx.loc(node))
+        return For(sym, lo, hi, body, mode, axis, srcinfo=self.ctx.loc(node))
 
     def _scope(self, node: ast.With) -> Stmt:
         if len(node.items) != 1 or node.items[0].optional_vars is not None:

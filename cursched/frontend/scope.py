@@ -16,6 +16,7 @@ from typing import Literal, NoReturn, TypeAlias
 
 from cursched.errors import ParseError, SrcInfo, TypeCheckError
 from cursched.frontend.source import Source
+from cursched.ir.barrier import SYNC_THREADS
 from cursched.ir.memory import BUILTIN_MEMORIES, Memory
 from cursched.ir.nodes import ProcDef
 from cursched.ir.symbols import Sym
@@ -141,6 +142,8 @@ class Ctx:
     def proc_def(self, node: ast.expr) -> ProcDef | None:
         """The ``ProcDef`` a (dotted) name refers to, or None when it is not a proc."""
         obj = self.resolve_dotted(node)
+        if obj is _MISSING and isinstance(node, ast.Name) and node.id == SYNC_THREADS.name:
+            return SYNC_THREADS  # the barrier needs no import, like the built-in memories
         if isinstance(obj, ProcDef):
             return obj
         try:

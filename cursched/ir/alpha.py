@@ -183,6 +183,7 @@ class _Compare:
             case For():
                 assert isinstance(b, For)
                 self.eq(a.mode, b.mode, where, "loop mode")
+                self.eq(a.axis, b.axis, where, "loop axis")
                 self.expr(a.lo, b.lo, f"{where}.lo")
                 self.expr(a.hi, b.hi, f"{where}.hi")
                 self.bind(a.iter, b.iter)

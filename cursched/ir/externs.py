@@ -56,3 +56,20 @@ EXTERNS: dict[str, ExternSpec] = {
         ExternSpec("sigmoid", 1, _sigmoid, "", False, "1 / (1 + exp(-x))"),
     )
 }
+
+
+def same_extern(a: str, b: str) -> bool:
+    """Whether externs ``a`` and ``b`` are one function under two names (``expf`` and ``exp``,
+    ``fmaxf`` and ``fmax``: the same meaning, arity and C spelling), so that an instruction
+    whose body says ``expf`` matches code that says ``exp``."""
+    if a == b:
+        return True
+    sa, sb = EXTERNS.get(a), EXTERNS.get(b)
+    if sa is None or sb is None:
+        return False
+    return (sa.numpy, sa.arity, sa.c_name, sa.c_suffix_f) == (
+        sb.numpy,
+        sb.arity,
+        sb.c_name,
+        sb.c_suffix_f,
+    )

@@ -207,16 +207,31 @@ class If(Node):
 
 LoopMode: TypeAlias = Literal["seq", "par"]
 
+#: The CUDA axes a ``par`` loop can be bound to (``bind_loop``): block and thread indices.
+CUDA_AXES: tuple[str, ...] = (
+    "blockIdx.x",
+    "blockIdx.y",
+    "blockIdx.z",
+    "threadIdx.x",
+    "threadIdx.y",
+    "threadIdx.z",
+)
+
 
 @dataclass(frozen=True, slots=True)
 class For(Node):
-    """``for iter in seq(lo, hi): body`` (or ``par``)."""
+    """``for iter in seq(lo, hi): body`` (or ``par``).
+
+    ``axis`` (one of ``CUDA_AXES``, on ``par`` loops inside a cuda scope only) binds the loop
+    to a CUDA block or thread index: ``for tx in par(0, 64, axis="threadIdx.x")``.
+    """
 
     iter: Sym
     lo: Expr
     hi: Expr
     body: tuple[Stmt, ...]
     mode: LoopMode = "seq"
+    axis: str | None = None
     srcinfo: SrcInfo | None = _loc
 
 

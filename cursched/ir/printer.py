@@ -1,4 +1,4 @@
-"""The printer: IR back to the surface language (DESIGN.md, contract 3).
+"""The printer: IR back to the surface language (docs/architecture.md, contract 3).
 
 ``print_proc`` prints a whole proc so that the text parses back (``parse_source``) to an
 alpha-equivalent proc; ``print_stmt`` and ``print_expr`` print fragments (cursors show
@@ -393,6 +393,8 @@ class _Printer:
                     self.expr(out, s.lo, (*path, ("lo", -1)))
                     out.write(", ")
                     self.expr(out, s.hi, (*path, ("hi", -1)))
+                    if s.axis is not None:
+                        out.write(f", axis={_str_literal(s.axis)}")
                     out.write("):")
                     self.emit(out, suffix)
                     self.block(s.body, path, "body", depth + 1)

@@ -33,6 +33,8 @@ The invariants, each checked by one small function below:
 - ``extern-call``: an extern is in the table, called with its arity, on data, giving data.
 - ``bool-cond``: ``if`` conditions and asserts are of type bool.
 - ``loop-bounds``: loop bounds are integer control expressions; the mode is seq or par.
+- ``loop-axis``: a loop bound to a CUDA axis is a ``par`` loop, the axis one of ``CUDA_AXES``,
+  inside a ``target="cuda"`` scope.
 - ``window-expr``: a window's buffer is a tensor; it has one coordinate per dimension;
   intervals are integer control ranges; its type is a window of the tensor's element type
   whose rank is the number of intervals and whose each extent is ``hi - lo``.
@@ -63,6 +65,7 @@ from cursched.ir.nodes import (
     ARITH_OPS,
     BOOL_OPS,
     CMP_OPS,
+    CUDA_AXES,
     Alloc,
     Assign,
     BinOp,
@@ -135,6 +138,7 @@ class _Verifier:
         self.verified = verified
         # the bindings read by the control expression being checked (None: outside one)
         self.deps: dict[Sym, _Var] | None = None
+        self.cuda_depth = 0  # how many target="cuda" scopes enclose the statement checked
 
     def fail(self, inv: str, path: Path, msg: str, src: SrcInfo | None = None) -> NoReturn:
         where = f"in proc {self.p.name} at {_path_text(path)}"
@@ -492,6 +496,11 @@ class _Verifier:
         self.int_ctrl(s.hi, (*path, ("hi", -1)), "loop-bounds", "a loop bound")
         if s.mode not in ("seq", "par"):
             self.fail("loop-bounds", path, f"loop mode {s.mode!r}")
+        if s.axis is not None and (
+            s.axis not in CUDA_AXES or s.mode != "par" or not self.cuda_depth
+        ):
+            msg = f"loop {s.iter!r} bound to {s.axis!r} (mode {s.mode}, cuda scopes around: "
+            self.fail("loop-axis", path, msg + f"{self.cuda_depth})")
         self.bind(s.iter, _Var(INDEX, "loop"), path, [])
         self.block(s.body, path, "body")
         del self.env[s.iter]
@@ -520,7 +529,10 @@ class _Verifier:
     def scope(self, s: Scope, path: Path) -> None:
         if not s.name or (s.target is not None and not s.target):
             self.fail("scope", path, f"scope name {s.name!r}, target {s.target!r}")
+        cuda = s.target == "cuda"
+        self.cuda_depth += cuda
         self.block(s.body, path, "body")
+        self.cuda_depth -= cuda
 
     # -- the proc ------------------------------------------------------------------------
     def fnarg(self, a: FnArg, path: Path, bound: list[Sym]) -> None:

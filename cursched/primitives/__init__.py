@@ -1,5 +1,5 @@
-"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans), all built
-on ``registry.primitive``.
+"""Scheduling primitives, one folder per family (loops, buffers, exprs, calls, scans, gpu), all
+built on ``registry.primitive``.
 
 ``cursched.split`` is ``cursched.primitives.split``: every primitive is re-exported from the
 package root.
@@ -44,6 +44,13 @@ from cursched.primitives.exprs import (
     split_write,
     write_config,
 )
+from cursched.primitives.gpu import (
+    bind_loop,
+    insert_barrier,
+    insert_barriers,
+    scope,
+    unscope,
+)
 from cursched.primitives.loops import (
     add_loop,
     add_unsafe_guard,
@@ -69,9 +76,10 @@ from cursched.primitives.loops import (
     unroll_loop,
 )
 from cursched.primitives.registry import PrimCursors, primitive, settings
-from cursched.primitives.scans import *  # noqa: F403
 from cursched.primitives.scans import (
     scan_fuse,
+    split_scan,
+    tree_scan,
 )
 
 __all__ = [
@@ -80,6 +88,7 @@ __all__ = [
     "add_unsafe_guard",
     "bind_config",
     "bind_expr",
+    "bind_loop",
     "call_eqv",
     "commute_expr",
     "cut_loop",
@@ -97,6 +106,8 @@ __all__ = [
     "inline",
     "inline_assign",
     "inline_window",
+    "insert_barrier",
+    "insert_barriers",
     "insert_noop_call",
     "insert_pass",
     "join_loops",
@@ -120,6 +131,7 @@ __all__ = [
     "reuse_buffer",
     "rewrite_expr",
     "scan_fuse",
+    "scope",
     "set_memory",
     "set_precision",
     "set_window",
@@ -129,9 +141,12 @@ __all__ = [
     "sink_alloc",
     "specialize",
     "split",
+    "split_scan",
     "split_write",
     "stage_mem",
+    "tree_scan",
     "unroll_buffer",
     "unroll_loop",
+    "unscope",
     "write_config",
 ]

@@ -1,7 +1,7 @@
 '''The primitive framework: one decorator turns a rewrite into a scheduling primitive.
 
-A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (DESIGN.md, contract 6).
-``@primitive`` does everything that is the same for all of them:
+A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (docs/architecture.md,
+contract 6). ``@primitive`` does everything that is the same for all of them:
 
 1. **coerces arguments** by their annotations: a parameter annotated with a cursor class
    (``ForCursor``, ``BlockCursor``, ``GapCursor``, ``ExprCursor``, ``Buffer``, a union of
@@ -10,18 +10,45 @@ A primitive is ``prim(proc, target, ...) -> (new_proc, PrimCursors)`` (DESIGN.md
    buffer name for ``Buffer``); a statement is accepted for a block and a one-statement
    block for a statement. A tombstone, a foreign cursor or the wrong kind raises
    ``StaleCursorError`` / ``ForeignCursorError`` / ``CursorError`` naming the argument;
+   **checks and parses the other arguments** by ``Annotated`` metadata from
+   ``cursched.primitives.arguments`` (the one place for syntactic checks shared by primitives):
+
+   - ``Annotated[str, NewName(TheNameError, at="loop", scope="inside")]``: a new name (or a
+     tuple of distinct ones) refused by ``check_new_name`` (keywords, reserved words, ``_``,
+     names that clash at the place of ``at``; ``scope`` is ``"inside"``, ``"rest"``,
+     ``"proc"`` or ``"none"``, see ``arguments.taken_names``); the rewrite gets the name;
+   - ``Annotated[Any, Index(at="loop", what="cut point")]``: an integer control expression
+     (int, text ``"n - 4"``, IR expression, expression cursor) resolved at ``at``'s place;
+     the rewrite gets an IR ``Expr`` (``BadIndexExpressionError`` unless ``error=`` says);
+   - ``Annotated[Any, Condition(TheCondError, at="block", many=True)]``: one condition or a
+     sequence; the rewrite gets IR conditions (a tuple with ``many``);
+   - ``Annotated[str, Window(TheWindowError, at="block")]``: ``"A[lo:hi, pt]"``; the rewrite
+     gets an ``arguments.ParsedWindow`` (buffer, type, memory, coordinates).
+
+   ``at`` names the cursor parameter giving the place (default: the first cursor
+   parameter); a refusal raises the given precondition class through ``fail``, marking that
+   cursor. ``history()`` records the argument as the user wrote it;
 2. runs the rewrite, which edits the IR only through an ``Editor``
    (``cursched.cursors.edits``) and returns ``ed.done(TheCursors, field=location, ...)``;
 3. makes the new ``Proc`` with its ``StepRecord`` (primitive, arguments, forwarding map,
    result locations) so that ``forward`` and ``history()`` work;
 4. verifies the new IR with ``cursched.ir.verify.verify_proc`` when ``settings.verify`` is on
    (default on; ``CURSCHED_VERIFY=0`` turns it off) and checks that every returned cursor
-   points into the new proc.
+   points into the new proc;
+5. is the API boundary: a ``CurschedError`` leaves through ``errors.at_boundary`` (the
+   user's traceback ends at the primitive's call; the internal chain stays on the error);
+6. offers **check-only mode**: ``prim(proc, ..., check_only=True)``, or ``can(prim, proc,
+   ...)``, returns a ``Verdict`` (truthy when the call would succeed; ``error`` holds the
+   precondition error it would raise) without making a ``Proc``. A primitive calls
+   ``checks_passed()`` after its last check and before it builds anything, which ends a
+   check-only call there; one whose last check needs the rewritten IR (``stage_mem``,
+   ``fuse``, ``join_loops``, ``lift_alloc``, ``replace``) runs its rewrite to decide.
 
-Writing a primitive (the whole of ``delete_pass``, minus its docstring)::
+Writing a primitive (the whole of ``delete_pass``, minus its docstring): preconditions as
+``_check_*`` functions (or one-line tests), then ``checks_passed()``, then the rewrite::
 
-    class NotAPassError(SchedulingError):
-        """delete_pass: the statement is not ``pass``."""
+    class NotAPassError(ShapeMismatchError):   # its reason class (cursched.errors.REASONS)
+        """delete_pass, precondition 1: the statement is not ``pass``."""
 
     @prim_cursors
     class DeletePassCursors(PrimCursors):
@@ -31,6 +58,7 @@ Writing a primitive (the whole of ``delete_pass``, minus its docstring)::
     def delete_pass(proc: Proc, stmt: StmtCursor) -> Rewrite[DeletePassCursors]:
         if not isinstance(stmt, PassCursor):                      # precondition 1
             raise fail(NotAPassError, "delete_pass", "the statement is not `pass`", stmt)
+        checks_passed()
         ed = Editor(proc.ir())
         ed.delete(stmt.as_block().block(), hint="deleted by delete_pass")
         return ed.done(DeletePassCursors)
@@ -44,6 +72,7 @@ edit for other rebuilt nodes); give ``hint=`` to say what replaces the nodes you
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import os
@@ -51,7 +80,7 @@ import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from typing import Any, TypeAlias, TypeVar, Union
+from typing import Annotated, Any, TypeAlias, TypeVar, Union
 
 from cursched.cursors import (
     AllocCursor,
@@ -81,6 +110,17 @@ from cursched.errors import (
     ForeignCursorError,
     IRVerificationError,
     SchedulingError,
+    at_boundary,
+    debug_tracebacks,
+)
+from cursched.primitives.arguments import (
+    ArgSpec,
+    Condition,
+    Index,
+    NewName,
+    Window,
+    check_new_name,
+    fail,
 )
 from cursched.proc import Proc
 
@@ -144,14 +184,9 @@ class PrimCursors:
         return f"{type(self).__name__}\n" + "\n".join("  " + ln.rstrip() for ln in lines)
 
     def _repr_html_(self) -> str:
-        import html
+        from cursched.cursors.show import html_table
 
-        cells = "".join(
-            "<tr>" + "".join(f"<td><code>{html.escape(c)}</code></td>" for c in r) + "</tr>"
-            for r in self.rows()
-        )
-        head = "<tr><th>field</th><th>kind</th><th>source</th><th>line</th></tr>"
-        return f"<b>{type(self).__name__}</b><table>{head}{cells}</table>"
+        return html_table(type(self).__name__, ("field", "kind", "source", "line"), self.rows())
 
 
 def _row(v: Any) -> tuple[str, str, str]:
@@ -190,22 +225,6 @@ def prim_cursors(cls: type[C]) -> type[C]:
 
 
 # ------------------------------------------------------------------------------- rewrites
-
-
-def fail(
-    cls: type[SchedulingError], primitive: str, message: str, where: Cursor | None = None
-) -> SchedulingError:
-    """A precondition error: names the primitive and shows the proc with ``where`` marked."""
-    text = f"{primitive}: {message}"
-    if where is not None:
-        try:
-            shown = show_loc(where.proc().ir(), where.loc)
-        except LookupError:
-            shown = str(where.proc())
-        text += f"\n  at {loc_text(where.loc)}:\n" + "\n".join(
-            "    " + ln for ln in shown.splitlines()
-        )
-    return cls(text)
 
 
 # ---------------------------------------------------------------------- argument coercion
@@ -275,60 +294,199 @@ def coerce(proc: Proc, value: Any, want: tuple[type, ...], arg: str, prim: str) 
     raise CursorError(f"argument {arg!r} of {prim} wants a {kinds} cursor, got {value.describe()}")
 
 
+# ----------------------------------------------------------------------------- check-only
+
+_CHECK_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("check_only", default=False)
+
+
+class _ChecksPassed(Exception):
+    """Raised by ``checks_passed`` in check-only mode: every precondition held."""
+
+
+def checks_passed() -> None:
+    """Call in a primitive after its last precondition check and before it builds anything:
+    in check-only mode it ends the call there (a verdict of "accepted"); otherwise it does
+    nothing. A primitive whose last check needs the rewritten IR (``stage_mem``'s
+    parallelism proof) does not call it, and check-only mode runs its rewrite too."""
+    if _CHECK_ONLY.get():
+        raise _ChecksPassed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a primitive called with ``check_only=True`` (or through ``can``) answers.
+
+    Attributes:
+        primitive: the primitive's name.
+        error: the precondition error the real call would raise, or None when it would
+            succeed.
+        built: for an accepted call, whether the rewrite ran to its end to decide (the
+            primitive has no ``checks_passed`` point: its last check needs the rewritten
+            IR, as ``stage_mem``'s); False for a refusal.
+
+    A verdict is truthy when the call would succeed.
+    """
+
+    primitive: str
+    error: SchedulingError | None
+    built: bool = False
+
+    def __bool__(self) -> bool:
+        return self.error is None
+
+    @property
+    def reason(self) -> type[SchedulingError] | None:
+        """The reason class of the refusal (``RaceError``, ...), or None."""
+        from cursched.errors import REASONS
+
+        if self.error is None:
+            return None
+        return next((r for r in REASONS if isinstance(self.error, r)), type(self.error))
+
+    def __repr__(self) -> str:
+        if self.error is None:
+            return f"<Verdict {self.primitive}: accepted>"
+        return f"<Verdict {self.primitive}: refused, {type(self.error).__name__}>"
+
+
+def can(prim: Callable[..., Any], proc: Proc, *args: Any, **kwargs: Any) -> Verdict:
+    """Whether ``prim(proc, *args, **kwargs)`` would succeed, running its precondition checks
+    and building nothing where the primitive allows (see ``checks_passed``).
+
+    ``can(split, p, "i", 4)`` is ``split(p, "i", 4, check_only=True)``. A refused
+    precondition is the verdict's ``error``; other errors (a cursor that does not resolve, a
+    malformed pattern) are raised as the real call raises them.
+    """
+    if not getattr(prim, "__cursched_primitive__", False):
+        raise CursorError(f"can: {getattr(prim, '__name__', prim)!r} is not a primitive")
+    verdict: Verdict = prim(proc, *args, check_only=True, **kwargs)
+    return verdict
+
+
 # ------------------------------------------------------------------------------ decorator
 
 
 def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
     """Make a scheduling primitive of ``fn(proc, ...) -> Rewrite`` (see the module doc)."""
-    name = fn.__name__
-    sig = inspect.signature(fn)
-    hints = typing.get_type_hints(fn)
-    params = list(sig.parameters)[1:]
-    plans: dict[str, tuple[str, tuple[type, ...]]] = {}
-    for p in params:
-        ann = hints.get(p)
-        single, many = _cursor_classes(ann), _seq_item(ann)
-        if single is not None:
-            plans[p] = ("one", single)
-        elif many is not None:
-            plans[p] = ("many", many)
+    prim = _Primitive(fn)
 
     @functools.wraps(fn)
-    def run(proc: Proc, *args: Any, **kwargs: Any) -> tuple[Proc, C]:
+    def run(proc: Proc, *args: Any, check_only: bool = False, **kwargs: Any) -> Any:
+        # the API boundary: a user's error shows the user's line and this one, not the
+        # frames of the checks behind it (their chain stays on ``internal_cause``)
+        try:
+            if check_only:
+                return prim.check(proc, args, kwargs)
+            return prim.apply(proc, args, kwargs)
+        except CurschedError as e:
+            if debug_tracebacks():
+                raise
+            raise at_boundary(e) from None
+
+    run.__cursched_primitive__ = True  # type: ignore[attr-defined]
+    return run
+
+
+class _Primitive:
+    """What ``@primitive`` knows of a rewrite: how to coerce and resolve its arguments (read
+    once from its annotations), run it in full or in check-only mode."""
+
+    def __init__(self, fn: Callable[..., Rewrite[Any]]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        self.params = list(self.sig.parameters)[1:]
+        self.plans: dict[str, tuple[str, tuple[type, ...]]] = {}
+        self.specs: dict[str, ArgSpec] = {}
+        for p in self.params:
+            ann = hints.get(p)
+            if typing.get_origin(ann) is Annotated:
+                meta = [m for m in typing.get_args(ann)[1:] if isinstance(m, ArgSpec)]
+                if meta:
+                    self.specs[p] = meta[0]
+                ann = typing.get_args(ann)[0]
+            single, many = _cursor_classes(ann), _seq_item(ann)
+            if single is not None:
+                self.plans[p] = ("one", single)
+            elif many is not None:
+                self.plans[p] = ("many", many)
+        self.first_cursor = next(iter(self.plans), None)
+        for p, spec in self.specs.items():
+            assert spec.at is None or spec.at in self.plans, f"{self.name}: {p} at {spec.at!r}"
+
+    def resolve(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any], Any]:
+        """The bound arguments as the rewrite takes them, as passed, and as recorded."""
+        name = self.name
         if not isinstance(proc, Proc):
             raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
         try:
-            bound = sig.bind(proc, *args, **kwargs)
+            bound = self.sig.bind(proc, *args, **kwargs)
         except TypeError as e:
             raise CursorError(f"{name}: {e}") from None
         passed = dict(bound.arguments)
         bound.apply_defaults()
-        for p, (how, want) in plans.items():
+        for p, (how, want) in self.plans.items():
             v = bound.arguments[p]
             if how == "one":
                 bound.arguments[p] = coerce(proc, v, want, p, name)
             else:
                 items = [v] if isinstance(v, str | Cursor) else list(v)
                 bound.arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
-        rw = fn(*bound.args, **bound.kwargs)
+        # what history() records: cursors forwarded, other arguments as the user wrote them
+        inputs = dict(bound.arguments)
+        for p, spec in self.specs.items():
+            at = spec.at or self.first_cursor
+            where = bound.arguments[at] if at else None
+            others: tuple[Cursor, ...] = ()
+            if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
+                where, others = (where[0], where[1:]) if where else (None, ())
+            value = bound.arguments[p]
+            bound.arguments[p] = spec.resolve(proc.ir(), value, where, name, others)
+        return bound, passed, inputs
+
+    def check(self, proc: Proc, args: Any, kwargs: Any) -> Verdict:
+        """Check-only mode: the verdict of the call (see ``checks_passed``)."""
+        token = _CHECK_ONLY.set(True)
+        try:
+            bound, _, _ = self.resolve(proc, args, kwargs)  # the argument layer's checks too
+            self.fn(*bound.args, **bound.kwargs)
+        except _ChecksPassed:
+            return Verdict(self.name, None, built=False)
+        except SchedulingError as e:
+            return Verdict(self.name, e, built=False)
+        finally:
+            _CHECK_ONLY.reset(token)
+        # a primitive that does not call ``checks_passed`` ran its rewrite to the end (still
+        # no Proc, no verification, no cursors)
+        return Verdict(self.name, None, built=True)
+
+    def apply(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Proc, Any]:
+        """The call: the rewrite, the new ``Proc`` with its step record, verified, and the
+        returned cursors bound to it."""
+        name, params = self.name, self.params
+        bound, passed, inputs = self.resolve(proc, args, kwargs)
+        token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
+        try:
+            rw = self.fn(*bound.args, **bound.kwargs)
+        finally:
+            _CHECK_ONLY.reset(token)
         n_pos = len(args)
         record = StepRecord(
             primitive=name,
             args=tuple(passed[p] for p in params[:n_pos]),
             kwargs=tuple((p, passed[p]) for p in params[n_pos:] if p in passed),
-            inputs=tuple(bound.arguments[p] for p in params[:n_pos]),
-            kw_inputs=tuple((p, bound.arguments[p]) for p in params[n_pos:] if p in passed),
+            inputs=tuple(inputs[p] for p in params[:n_pos]),
+            kw_inputs=tuple((p, inputs[p]) for p in params[n_pos:] if p in passed),
             fmap=rw.fmap,
-            results=tuple(rw.fields.items()),
+            # in the dataclass's field order, which unpacking in history() follows
+            results=tuple((f.name, rw.fields[f.name]) for f in fields(rw.cursors)),
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:
             _verify(new, name)
         out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
         return new, out
-
-    run.__cursched_primitive__ = True  # type: ignore[attr-defined]
-    return run
 
 
 def _verify(proc: Proc, prim: str) -> None:
@@ -370,10 +528,19 @@ def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:
 
 
 __all__ = [
+    "ArgSpec",
     "Buffer",
+    "Condition",
+    "Index",
+    "NewName",
     "PrimCursors",
     "Rewrite",
     "Settings",
+    "Verdict",
+    "Window",
+    "can",
+    "check_new_name",
+    "checks_passed",
     "coerce",
     "fail",
     "prim_cursors",

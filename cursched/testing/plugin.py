@@ -4,7 +4,9 @@ Registered through the ``pytest11`` entry point, so installing cursched makes it
 any project (ours and users'). It provides:
 
 * the ``golden`` fixture: ``golden.check(text_or_proc)`` compares a text (or a proc, printed
-  with ``str()``) with ``<golden dir>/<test module name>/<test name>.txt``;
+  with ``str()``) with ``<golden dir>/<test file>/<test name>.txt``, where ``<test file>`` is
+  the test file's path relative to the rootdir without ``.py`` (``tests/cursors/test_history``):
+  two same-named test files in different folders have golden files of their own;
   ``golden.check(x, name="suffix")`` keeps several golden files per test
   (``<test name>__suffix.txt``);
 * the ``--update-golden`` flag: write the golden files instead of comparing;
@@ -115,6 +117,7 @@ class Golden:
     """The ``golden`` fixture's value: compares texts with one test's golden files."""
 
     def __init__(self, directory: Path, module: str, test: str, update: bool) -> None:
+        self.root = directory
         self.directory = directory / module
         self.test = test
         self.update = update
@@ -125,6 +128,13 @@ class Golden:
         """The golden file of this test, or of its check called ``name``."""
         stem = self.test if name is None else f"{self.test}__{sanitize(name)}"
         return self.directory / f"{stem}.txt"
+
+    def legacy_path(self, name: str | None = None) -> Path | None:
+        """Where this golden file was before files were keyed by the test file's path
+        (``<golden dir>/<module name>/...``), for the hint of a missing file."""
+        if self.directory.parent == self.root:
+            return None
+        return self.root / self.directory.name / self.path(name).name
 
     def check(self, value: object, name: str | None = None) -> None:
         """Compare ``value`` (a str, or a proc printed with ``str()``) with its golden file.
@@ -151,8 +161,15 @@ class Golden:
                 self.written.append(path)
             return
         if old is None:
+            legacy = self.legacy_path(name)
+            moved = (
+                f"A golden file at the former place, {legacy}, exists (files were keyed by the"
+                f" test module's name alone): `git mv` it to {path}.\n"
+                if legacy is not None and legacy.is_file()
+                else ""
+            )
             pytest.fail(
-                f"golden file {path} does not exist.\n"
+                f"golden file {path} does not exist.\n{moved}"
                 f"Run `pytest {UPDATE_FLAG}` to create it, then read it and commit it.",
                 pytrace=False,
             )
@@ -184,6 +201,17 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def golden_key(config: pytest.Config, path: Path) -> str:
+    """The golden sub-directory of a test file: its path relative to the rootdir, ``.py``
+    dropped, each part sanitized (``tests/cursors/test_history.py`` -> ``tests/cursors/
+    test_history``). A file outside the rootdir keeps its absolute path's parts."""
+    try:
+        rel = path.resolve().relative_to(config.rootpath.resolve())
+    except ValueError:
+        rel = path.resolve().relative_to(path.resolve().anchor)
+    return "/".join(sanitize(part) for part in rel.with_suffix("").parts)
+
+
 @pytest.fixture
 def golden(request: pytest.FixtureRequest) -> Golden:
     """Compare texts and procs with golden files: ``golden.check(str_or_proc, name=None)``."""
@@ -192,7 +220,7 @@ def golden(request: pytest.FixtureRequest) -> Golden:
     assert isinstance(node, pytest.Item)
     g = Golden(
         golden_dir(config),
-        sanitize(request.path.stem),
+        golden_key(config, request.path),
         _test_name(node),
         bool(config.getoption(UPDATE_FLAG)),
     )

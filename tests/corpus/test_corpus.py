@@ -25,7 +25,7 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.traversal import proc_exprs, walk_expr, walk_stmts
 from cursched.ir.types import DATA_TYPES, DataType, TensorType
-from cursched.testing.plugin import golden_dir, sanitize
+from cursched.testing.plugin import golden_dir, golden_key, sanitize
 
 from . import CASES, ENV, Case, check_case
 
@@ -152,6 +152,6 @@ def test_window_and_scalar_arguments_are_covered() -> None:
 def test_golden_file_parses_back(case: Case, request: pytest.FixtureRequest) -> None:
     """The committed printout itself (not only today's printer output) parses to the proc."""
     name = f"test_printout_{sanitize(case.name)}.txt"
-    path = golden_dir(request.config) / "test_corpus" / name
+    path = golden_dir(request.config) / golden_key(request.config, request.path) / name
     parsed = parse_source(path.read_text(encoding="utf-8"), ENV, filename=str(path))
     assert alpha_equal(case.proc.ir(), parsed), alpha_diff(case.proc.ir(), parsed)

@@ -332,6 +332,25 @@ def test_loop_bounds_mode() -> None:
     broken(P(bad), "loop-bounds")
 
 
+def test_loop_axis_outside_a_cuda_scope() -> None:
+    broken(P(For(i, c(0), N, (Pass(),), "par", "threadIdx.x")), "loop-axis")
+
+
+def test_loop_axis_on_a_seq_loop() -> None:
+    bad = For(i, c(0), N, (Pass(),), "seq", "threadIdx.x")
+    broken(P(Scope("k", (bad,), "cuda")), "loop-axis")
+
+
+def test_loop_axis_unknown() -> None:
+    bad = For(i, c(0), N, (Pass(),), "par", "warpIdx.x")
+    broken(P(Scope("k", (bad,), "cuda")), "loop-axis")
+
+
+def test_loop_axis_in_a_cuda_scope_is_fine() -> None:
+    ok = For(i, c(0), N, (Pass(),), "par", "blockIdx.x")
+    verify_proc(P(Scope("k", (ok,), "cuda")))
+
+
 # ------------------------------------------------------------------------------ windows
 
 

@@ -34,7 +34,7 @@ from cursched.cursors import (
     StmtCursor,
     WindowStmtCursor,
 )
-from cursched.ir.nodes import Assign, Read, Reduce, Stmt
+from cursched.ir.nodes import CUDA_AXES, Assign, Read, Reduce, Stmt
 from cursched.ir.printer import print_expr
 from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr
 from cursched.ir.types import TensorType
@@ -513,6 +513,28 @@ def _delete_config(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, pick(data, of(p, AssignCursor)))
 
 
+def _scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    name = data.draw(st.sampled_from(["k", "region"]))
+    return f(p, a_block(p, data), name, target=data.draw(st.sampled_from([None, "cuda"])))
+
+
+def _a_scope(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, ScopeCursor)))
+
+
+def _bind_loop(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.sampled_from(CUDA_AXES)))
+
+
+def _insert_barrier(f: Any, p: Proc, data: st.DataObject) -> Any:
+    s = pick(data, stmts(p))
+    return f(p, s.after() if data.draw(st.booleans()) else s.before())
+
+
+def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _one_loop,
@@ -570,6 +592,13 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "bind_config": _bind_config,
     "write_config": _write_config,
     "delete_config": _delete_config,
+    "scope": _scope,
+    "unscope": _a_scope,
+    "bind_loop": _bind_loop,
+    "insert_barrier": _insert_barrier,
+    "insert_barriers": _a_scope,
+    "split_scan": _split_scan,
+    "tree_scan": _one_loop,
 }
 
 # where primitives not exported yet live (CURSCHED_FUZZ_UNEXPORTED=1)
@@ -611,6 +640,11 @@ _RARE = {
 
 _EASY = {
     "bind_expr",
+    "scope",
+    "unscope",
+    "bind_loop",
+    "insert_barrier",
+    "insert_barriers",
     "commute_expr",
     "rename",
     "insert_pass",

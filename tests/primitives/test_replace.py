@@ -191,7 +191,7 @@ def test_assert_stride_of_a_column_read() -> None:
     instruction fail there, with a counterexample."""
     with pytest.raises(ReplaceAssertError, match="stride") as info:
         replace(column, "for ii in _: _", copy4)
-    assert isinstance(info.value.__cause__, SafetyError)
+    assert isinstance(info.value.internal_cause, SafetyError)
     assert "counterexample" in str(info.value)
     # The explicit opt-out skips the call-site proof only (never the match).
     _, c = replace(column, "for ii in _: _", copy4, unsafe_skip_checks=True)
@@ -220,7 +220,7 @@ def test_exo_issue_758_instruction_assert_is_proven() -> None:
     p, fi = fission(p, sp.inner.body()[0].after())
     with pytest.raises(ReplaceAssertError, match="N == 8") as info:
         replace(p, fi.first, dummy_load)
-    assert "dummy_load(2, x[2 * io:2 * io + 2], a)" in str(info.value.__cause__)
+    assert "dummy_load(2, x[2 * io:2 * io + 2], a)" in str(info.value.internal_cause)
     assert "with N = 2" in str(info.value)
     with pytest.raises(ReplaceAssertError, match="N == 8"):
         replace(p, fi.second, dummy_load)
@@ -351,3 +351,35 @@ def test_bool_parameter_binds_to_a_condition() -> None:
     p, _ = replace(gated, "for j in _: _", maybe_zero)
     assert "maybe_zero(on and n > 2, A[i, 0:4])" in str(p)
     assert_equivalent(gated, p, trials=4)
+
+
+@instr(
+    "for (int t_ = 0; t_ < 4; t_++) {dst_data}[t_] = fmaxf({dst_data}[t_], expf({src_data}[t_]));"
+)
+def max_exp4(dst: [f32][4] @ DRAM, src: [f32][4] @ DRAM):
+    for i in seq(0, 4):
+        dst[i] = fmaxf(dst[i], expf(src[i]))
+
+
+def test_replace_matches_an_extern_under_its_other_name() -> None:
+    """``fmaxf``/``fmax`` and ``expf``/``exp`` are one extern each (same meaning and C
+    function): an instruction saying ``fmaxf(.., expf(..))`` matches code saying
+    ``fmax(.., exp(..))``; ``fmin`` still does not match ``fmax``."""
+
+    @proc
+    def f(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+        for i in seq(0, 8):
+            y[i] = fmax(y[i], exp(x[i]))
+
+    @proc
+    def g(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+        for i in seq(0, 8):
+            y[i] = fmin(y[i], exp(x[i]))
+
+    p, s = split(f, "i", 4, ("io", "ii"), tail="perfect")
+    q, _ = replace(p, s.inner, max_exp4)
+    assert "max_exp4(y[4 * io:4 * io + 4], x[4 * io:4 * io + 4])" in str(q)
+    assert_equivalent(f, q, trials=2)
+    p, s = split(g, "i", 4, ("io", "ii"), tail="perfect")
+    with pytest.raises(ReplaceMismatchError, match="fmaxf"):
+        replace(p, s.inner, max_exp4)

@@ -27,6 +27,7 @@ from cursched.primitives.buffers.stage import (
     StageAliasError,
     StageMemoryError,
     StageNameError,
+    StageNeverRunsError,
     StageNoAccessError,
     StageOutsideWindowError,
     StageParallelError,
@@ -418,3 +419,59 @@ def test_stage_mem_guards_both_ends() -> None:
     p, _ = stage_mem(copy, "y[_] = _", "x[i - 1:i + 2]", "xs")
     assert "if 0 <= i + i0 - 1 and i + i0 - 1 < n:" in str(p)
     assert_equivalent(copy, p, trials=3)
+
+
+# --------------------------------------------------------------- F5: code that never runs
+# In code that never runs the context proves anything: the window proofs must not pass
+# vacuously there (bugs.md F5, found by the soundness fuzzer after divide_dim's).
+
+
+@proc
+def dead(n: size, x: f32[n + 8] @ DRAM):
+    assert n >= 1
+    for i in seq(n, n):
+        x[i] = 1.0
+
+
+@proc
+def dead_inside(n: size, x: f32[n + 8] @ DRAM):
+    assert n >= 1
+    for j in seq(n, n):
+        x[j] = 1.0
+    x[0] = 2.0
+
+
+@proc
+def maybe_empty(n: size, m: size, x: f32[n + 8] @ DRAM):
+    assert m <= 4
+    for i in seq(0, n):  # noqa: B007 - a loop the block sits in, its variable unused
+        for j in seq(0, m):
+            x[j] = x[j] + 1.0
+
+
+@pytest.mark.parametrize("window", ["x[0:1]", "x[3:1]", "x[2:2]", "x[0:n + 8]"])
+def test_f5_stage_mem_refuses_a_block_that_never_runs(window: str) -> None:
+    # each window was accepted, two of them with a shape (-2, 0) that does not parse back
+    with pytest.raises(StageNeverRunsError, match="never runs"):
+        stage_mem(dead, "x[_] = _", window, "t")
+    # the proofs are skipped on request only
+    p, _ = stage_mem(dead, "x[_] = _", "x[0:1]", "t", unsafe_skip_checks=True)
+    assert "t: f32[1]" in str(p)
+
+
+def test_f5_a_constant_extent_must_be_positive_whatever_the_context() -> None:
+    # the block runs; its accesses lie in a loop that never runs, so the in-window proof is
+    # vacuous: the new buffer's shape, f32[0], is decided without the context
+    with pytest.raises(StageWindowBoundsError, match="extent 0"):
+        stage_mem(dead_inside, "for j in _: _", "x[2:2]", "t")
+    # a write-only block must still fill the window: no write of a dead loop does
+    with pytest.raises(StagePartialWriteError):
+        stage_mem(dead_inside, "for j in _: _", "x[0:1]", "t")
+
+
+def test_f5_a_block_that_runs_for_some_sizes_is_staged() -> None:
+    # m = 0 empties the inner loop, n = 0 the outer one: the block still runs for others
+    p, c = stage_mem(maybe_empty, "for j in _: _", "x[0:4]", "t")
+    assert c.load and c.store
+    assert_equivalent(maybe_empty, p, trials=4)
+    check_bounds(parse_source(str(p), {"DRAM": DRAM}))

@@ -143,7 +143,7 @@ def test_reorder_stmts_not_two() -> None:
 def test_reorder_stmts_dependent() -> None:
     with pytest.raises(StmtsDontCommuteError) as e:
         reorder_stmts(dependent, "t = _; y[_] = _")
-    assert isinstance(e.value.__cause__, CommuteError)
+    assert isinstance(e.value.internal_cause, CommuteError)
     msg = str(e.value)
     assert msg.startswith("reorder_stmts: the two statements may not commute")
     assert "# BLOCK START" in msg

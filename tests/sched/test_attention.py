@@ -5,20 +5,36 @@ C), equivalence with the naive procs, patterns only at the start."""
 from __future__ import annotations
 
 import re
+import sys
 from types import ModuleType
 
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from cursched import Memory, Proc
 from cursched.testing import assert_equivalent
 
-from .scripts import ROOT, assert_history_replays, run_file
+from .scripts import ROOT, assert_history_replays, load_module, run_file
 
 SCRIPT = ROOT / "sched" / "attention.py"
+
+
+def with_tile_asserts(p, **tiles):  # type: ignore[no-untyped-def]
+    """benchmarks/online_softmax.py's ``with_tile_asserts``."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        bench = load_module(ROOT / "benchmarks" / "online_softmax.py", "softmax_bench_tiles")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return bench.with_tile_asserts(p, **tiles)
 
 
 def test_runs_as_a_file() -> None:
     out = run_file(SCRIPT)
     assert out.startswith("def attention_row(Nk: size")
     assert "ok: the attention row and flash attention 2 match numpy" in out
-    assert "# schedule of attention: 30 step(s)" in out
+    assert "# schedule of attention: 147 step(s)" in out
 
 
 def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
@@ -30,34 +46,94 @@ def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-u
     assert_equivalent(script.attention_row, p, sizes={"Nk": 12, "D": 4}, trials=2)
 
 
-def test_flash_attention(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def flash(script: ModuleType) -> Proc:
+    """The default schedule (scheduled once for the module)."""
     p = script.schedule_flash(script.attention)
-    golden.check(p)
-    text = str(p)
-    # key tiles outside the rows of a query tile; one correction per key tile
-    assert text.index("for io in seq(0, Nk / 16):") < text.index("S: f32[16]")
-    assert text.count("alpha = select(") == 1
-    assert script.check_flash(p, 8, 48, 8, compiled=False, seed=1) == []
-    assert script.check_flash(p, 32, 128, 64, compiled=True, seed=2) == []
-    assert_equivalent(script.attention, p, sizes={"Nq": 8, "Nk": 32, "D": 3}, trials=2)
-    # other tile sizes
-    q = script.schedule_flash(script.attention, key_tile=16, query_tile=2)
-    assert "for rr in seq(0, 2):" in str(q)
-    assert script.check_flash(q, 8, 64, 16, compiled=True, seed=5) == []
-    assert "acc" not in text  # step 6 only from 32 query rows on, unless asked for
+    assert isinstance(p, Proc)
+    return p
 
 
-def test_flash_attention_staged_columns(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
-    p = script.schedule_flash(script.attention, stage_columns=True)
+def test_flash_attention(script: ModuleType, flash: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    p = flash
     golden.check(p)
     text = str(p)
-    # the head dimension outside the keys, a column of the output tile staged
-    assert text.index("for d in seq(0, D):\n                acc: f32[4]") < text.index(
-        "acc[rr] += w[ii, rr] * Vt[ii, d]"
-    )
-    assert script.check_flash(p, 8, 48, 8, compiled=False, seed=1) == []
-    assert script.check_flash(p, 32, 128, 64, compiled=True, seed=2) == []
-    assert_equivalent(script.attention, p, sizes={"Nq": 8, "Nk": 32, "D": 3}, trials=2)
+    # query tiles in parallel, key tiles inside; one correction per key tile
+    assert text.index("for rt in par(0, Nq / 64):") < text.index("for io in seq(0, Nk / 64):")
+    assert text.count("alpha[rr] = select(") == 1
+    # no allocation in the key loop but vector registers; K and V read in place
+    keys = text.split("for io in seq(0, Nk / 64):", 1)[1].split("\n        for i", 1)[0]
+    allocs = re.findall(r"(\w+): f32\[[^]]*\] @ (\w+)", keys)
+    assert {a for a, _ in allocs} >= {"s_acc", "o_acc", "m_v", "exp_w"}
+    assert {mem for _, mem in allocs} == {"AVX2"}
+    assert "Kt" not in text and "Vt" not in text
+    # the micro-kernels: 4 keys (head columns) x 2 vectors of rows in registers
+    assert "s_acc: f32[4, 2, 8] @ AVX2" in text and "o_acc: f32[4, 2, 8] @ AVX2" in text
+    qk = "mm256_fmadd_ps_broadcast(s_acc[ij, rv, 0:8], rows_v[0:8], K[64 * io + 4 * iq + ij, k:k + 1])"
+    pv = "mm256_fmadd_ps_broadcast(o_acc[dj, rv, 0:8], rows_v[0:8], V[64 * io + ii, 4 * dq + dj:"
+    assert qk in text and pv in text
+    for op in ("mm256_max_ps(m_v[rv, 0:8]", "mm256_sub_guarded_ps(", "mm256_exp_ps(exp_w"):
+        assert op in text
+    assert script.check_flash(p, 64, 64, 3, compiled=False, seed=1) == []
+    for d in (64, 67, 3):  # head columns past a multiple of 4 in the tail loop
+        assert script.check_flash(p, 128, 192, d, compiled=True, seed=2) == []
+    assert_equivalent(script.attention, p, sizes={"Nq": 64, "Nk": 64, "D": 3}, trials=1)
+
+
+def test_flash_attention_other_tiles(script: ModuleType) -> None:
+    base = with_tile_asserts(script.attention, Nq=16, Nk=16)
+    q = script.schedule_flash(base, key_tile=16, query_tile=16)
+    assert "for rr in seq(0, 16):" in str(q) and "for iq in seq(0, 4):" in str(q)
+    assert script.check_flash(q, 32, 48, 16, compiled=True, seed=5) == []
+    assert_equivalent(base, q, sizes={"Nq": 16, "Nk": 32, "D": 5}, trials=1)
+
+
+def test_flash_attention_independent_of_the_thread_count(script: ModuleType, flash: Proc) -> None:
+    f = flash.compile()
+    x = script.inputs(256, 128, 64, seed=7)  # 4 query tiles
+    outs = []
+    for threads in (1, 2, 3):
+        o, lse = np.zeros((256, 64), np.float32), np.zeros(256, np.float32)
+        with threadpool_limits(limits=threads, user_api="openmp"):
+            f(256, 128, 64, x["Q"], x["K"], x["V"], o, lse)
+        outs.append((o, lse))
+    assert any(i["user_api"] == "openmp" for i in threadpool_info())  # the limits applied
+    for o, lse in outs[1:]:
+        assert np.array_equal(o, outs[0][0]) and np.array_equal(lse, outs[0][1])
+
+
+def special_inputs(script: ModuleType) -> dict[str, np.ndarray]:
+    """Inputs whose scores have leading -inf (rows 0-31), +inf (32-47), NaN (row 50), an
+    infinite value (row 5 of V) and one row of all -inf scores (row 60)."""
+    x = script.inputs(64, 128, 16, seed=3)
+    q, k, v = x["Q"], x["K"], x["V"]
+    k[:, 0] = np.abs(k[:, 0]) + 0.1
+    k[0:3, 1] = -np.inf  # keys 0-2: -inf scores for rows with q[:, 1] > 0
+    q[:, 1] = np.abs(q[:, 1]) + 0.1
+    q[32:48, 1] *= -1  # +inf scores there
+    q[50, 2] = np.nan
+    v[5, 4] = np.inf
+    q[60, :] = 0.0
+    q[60, :2] = (-np.inf, 1.0)  # every score of row 60 is -inf (k[:, 0] > 0, k[:3, 1] = -inf)
+    return x
+
+
+def test_flash_attention_infinities_and_nan_as_unfused(script: ModuleType, flash: Proc) -> None:
+    x = special_inputs(script)
+    outs = []
+    for p in (script.attention, flash):
+        o, lse = np.zeros((64, 16), np.float32), np.zeros(64, np.float32)
+        p.compile()(64, 128, 16, x["Q"], x["K"], x["V"], o, lse)
+        outs.append((o, lse))
+    (o0, l0), (o1, l1) = outs
+    with np.errstate(invalid="ignore"):
+        assert np.isfinite(o0[0:32, :4]).all()  # the leading -inf rows stay finite
+    assert np.isnan(o0[50]).all() and np.isnan(o0[32:48]).all()
+    np.testing.assert_allclose(o1, o0, rtol=1e-5, atol=1e-6, equal_nan=True)
+    # the documented difference: the all -inf row sums nothing (l = 0) instead of NaN
+    assert np.isnan(l0[60]) and l1[60] == -np.inf
+    keep = np.arange(64) != 60
+    np.testing.assert_allclose(l1[keep], l0[keep], rtol=1e-5, atol=1e-6, equal_nan=True)
 
 
 def test_patterns_only_at_the_start() -> None:
@@ -69,11 +145,16 @@ def test_patterns_only_at_the_start() -> None:
     assert not re.search(r"\b(find\w*|at)\(", steps)
 
 
-def test_histories_replay(script: ModuleType) -> None:
+def test_histories_replay(script: ModuleType, flash: Proc) -> None:
+    # the instructions and memories the history names
+    instrs = {
+        k: v
+        for k, v in vars(script).items()
+        if (isinstance(v, Proc) and v.is_instr()) or (isinstance(v, type) and issubclass(v, Memory))
+    }
     for name, sched in (
         ("attention_row", script.schedule_row),
-        ("attention", script.schedule_flash),
-        ("attention", lambda p: script.schedule_flash(p, stage_columns=True)),
+        ("attention", lambda _: flash),
     ):
         base = getattr(script, name)
-        assert_history_replays(sched(base), **{name: base})
+        assert_history_replays(sched(base), **{name: base}, **instrs)

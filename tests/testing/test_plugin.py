@@ -151,3 +151,38 @@ def test_golden_path_layout(tmp_path: Path) -> None:
     g = Golden(tmp_path, "test_mod", "test_a", update=False)
     assert g.path() == tmp_path / "test_mod" / "test_a.txt"
     assert g.path("x y") == tmp_path / "test_mod" / "test_a__x_y.txt"
+
+
+def test_same_named_files_in_two_folders_do_not_collide(pytester: pytest.Pytester) -> None:
+    # the same test name in tests/a/test_dup.py and tests/b/test_dup.py, different outputs
+    for folder in ("a", "b"):
+        d = pytester.path / "tests" / folder
+        d.mkdir(parents=True)
+        (d / "__init__.py").write_text("")
+        (d / "test_dup.py").write_text(
+            f"def test_same(golden):\n    golden.check('from {folder}')\n", encoding="utf-8"
+        )
+    (pytester.path / "tests" / "__init__.py").write_text("")
+    result = _run(pytester, "--update-golden")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*cursched: 2 golden file(s) written*"])
+    root = pytester.path / "tests/golden/tests"
+    assert (root / "a/test_dup/test_same.txt").read_text() == "from a\n"
+    assert (root / "b/test_dup/test_same.txt").read_text() == "from b\n"
+    # two runs in a row pass, writing nothing
+    for _ in range(2):
+        result = _run(pytester)
+        result.assert_outcomes(passed=2)
+        assert "golden file(s) written" not in result.stdout.str()
+
+
+def test_a_file_left_at_the_former_place_is_named(pytester: pytest.Pytester) -> None:
+    d = pytester.path / "tests" / "sub"
+    d.mkdir(parents=True)
+    (d / "test_mod.py").write_text(_TEST, encoding="utf-8")
+    _golden(pytester, "tests/golden/test_mod/test_hello.txt", "hello\n")
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*tests/golden/tests/sub/test_mod/test_hello.txt does not exist*", "*`git mv` it to*"]
+    )

@@ -44,7 +44,13 @@ from cursched.codegen.c.pyexpr import py_ctrl
 from cursched.codegen.c.unit import CFunction, generate_unit
 from cursched.codegen.c.vector_math import VECTOR_MATH_CFLAGS, with_vector_math
 from cursched.codegen.cpu import check_features
-from cursched.errors import AllocationError, ArgumentError, CodegenError
+from cursched.errors import (
+    AllocationError,
+    ArgumentError,
+    CodegenError,
+    CurschedError,
+    at_boundary,
+)
 from cursched.ir.nodes import ProcDef
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
@@ -372,6 +378,15 @@ def _wrapper_source(p: ProcDef, specs: tuple[ArgSpec, ...], shim: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _at_boundary(src: str) -> str:
+    """``call``'s source with its body inside ``try``: an error raised by a check in
+    ``Checker`` leaves through ``errors.at_boundary``, so the user's traceback shows their line
+    and ``call``'s, not the checker's frames (``try`` costs nothing on the fast path)."""
+    head, *body = src.rstrip("\n").split("\n")
+    tail = ["    except _CE as e:", "        raise _boundary(e) from None"]
+    return "\n".join([head, "    try:", *("    " + ln for ln in body), *tail]) + "\n"
+
+
 def _ctypes_argtypes(f: CFunction, shim: bool) -> list[Any]:
     out: list[Any] = [ctypes.c_int64] if shim else []  # the shim's ``cs_check``
     for cp in f.params:
@@ -464,7 +479,8 @@ def compile_proc(
     for s in specs:
         if s.dtype is not None:
             ns[f"_dt{s.index}"] = s.dtype
-    src = _wrapper_source(p, specs, shim)
+    ns.update(_CE=CurschedError, _boundary=at_boundary)
+    src = _at_boundary(_wrapper_source(p, specs, shim))
     exec(compile(src, f"<cursched wrapper of {p.name}>", "exec"), ns)
     call: Callable[..., None] = ns["call"]
     for attr, val in (

@@ -27,6 +27,7 @@ __all__ = [
     "mm256_broadcast_ss_scalar",
     "mm256_exp_ps",
     "mm256_fmadd_ps",
+    "mm256_fmadd_ps_broadcast",
     "mm256_loadu_ps",
     "mm256_maskload_ps",
     "mm256_maskstore_ps",
@@ -107,6 +108,16 @@ def mm256_fmadd_ps(dst: [f32][8] @ AVX2, src1: [f32][8] @ AVX2, src2: [f32][8] @
     assert stride(dst, 0) == 1
     for i in seq(0, 8):
         dst[i] += src1[i] * src2[i]
+
+
+@instr("{dst} = _mm256_fmadd_ps({lhs}, _mm256_broadcast_ss({rhs}), {dst});")
+def mm256_fmadd_ps_broadcast(dst: [f32][8] @ AVX2, lhs: [f32][8] @ AVX2, rhs: [f32][1] @ DRAM):
+    # Exo's name and body; the broadcast of rhs is a load the compiler shares between the
+    # calls of one rhs (the micro-kernel's two registers of a row)
+    assert stride(dst, 0) == 1
+    assert stride(lhs, 0) == 1
+    for i in seq(0, 8):
+        dst[i] += lhs[i] * rhs[0]
 
 
 @instr("{out} = _mm256_add_ps({x}, {y});")

@@ -17,6 +17,7 @@ __all__ = [
     "mm512_add_ps",
     "mm512_exp_ps",
     "mm512_fmadd_ps",
+    "mm512_fmadd_ps_broadcast",
     "mm512_loadu_ps",
     "mm512_mask_fmadd_ps",
     "mm512_mask_storeu_ps",
@@ -99,6 +100,17 @@ def mm512_fmadd_ps(A: [f32][16] @ AVX512, B: [f32][16] @ AVX512, C: [f32][16] @ 
     assert stride(C, 0) == 1
     for i in seq(0, 16):
         C[i] += A[i] * B[i]
+
+
+@instr("{dst} = _mm512_fmadd_ps({lhs}, _mm512_set1_ps(*{rhs}), {dst});")
+def mm512_fmadd_ps_broadcast(
+    dst: [f32][16] @ AVX512, lhs: [f32][16] @ AVX512, rhs: [f32][1] @ DRAM
+):
+    # as mm256_fmadd_ps_broadcast: the register-blocked micro-kernel's multiply-add
+    assert stride(dst, 0) == 1
+    assert stride(lhs, 0) == 1
+    for i in seq(0, 16):
+        dst[i] += lhs[i] * rhs[0]
 
 
 @instr("{C} = _mm512_mask3_fmadd_ps({A}, {B}, {C}, " + _MASK + ");")

@@ -18,7 +18,14 @@ from cursched.cursors import AllocCursor, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.locs import format_path
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    DependenceError,
+    RaceError,
+    ScopeError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.nodes import For, If, Pass, Scope, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_stmt
@@ -27,7 +34,14 @@ from cursched.ir.traversal import free_syms_expr
 from cursched.ir.types import TensorType
 from cursched.primitives.buffers.buffer_common import buffer_scope, scope_stmts, uses_of
 from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    Buffer,
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 
@@ -60,24 +74,24 @@ def _used_after(ir: object, parent: Path, attr: str, start: int, sym: Sym) -> bo
 # ------------------------------------------------------------------------------ lift_alloc
 
 
-class LiftAllocCountError(SchedulingError):
+class LiftAllocCountError(BadArgumentError):
     """lift_alloc, precondition 1: ``n_lifts`` is not a positive integer."""
 
 
-class LiftAllocTopError(SchedulingError):
+class LiftAllocTopError(ShapeMismatchError):
     """lift_alloc, precondition 2: there is no enclosing loop, ``if`` or scope to lift out of."""
 
 
-class LiftAllocScopeError(SchedulingError):
+class LiftAllocScopeError(RaceError):
     """lift_alloc, precondition 3: the enclosing statement is a kernel scope (its memory is
     per-kernel), or a ``par`` loop whose iterations would then share buffer elements."""
 
 
-class LiftAllocShapeError(SchedulingError):
+class LiftAllocShapeError(ScopeError):
     """lift_alloc, precondition 4: the buffer's shape uses the variable of the loop it leaves."""
 
 
-class LiftAllocEmptyError(SchedulingError):
+class LiftAllocEmptyError(ShapeMismatchError):
     """lift_alloc, precondition 5: the allocation is the only statement of the body it leaves."""
 
 
@@ -154,15 +168,15 @@ def lift_alloc(proc: Proc, alloc: AllocCursor, n_lifts: int = 1) -> Rewrite[Allo
 # ------------------------------------------------------------------------------ sink_alloc
 
 
-class SinkAllocNoScopeError(SchedulingError):
+class SinkAllocNoScopeError(ShapeMismatchError):
     """sink_alloc, precondition 1: the next statement is not a loop, an ``if`` or a scope."""
 
 
-class SinkAllocUsedAfterError(SchedulingError):
+class SinkAllocUsedAfterError(DependenceError):
     """sink_alloc, precondition 2: the buffer is used after that statement."""
 
 
-class SinkAllocCarriedError(SchedulingError):
+class SinkAllocCarriedError(DependenceError):
     """sink_alloc, precondition 3: a loop iteration may read what an earlier one wrote into
     the buffer (each iteration would get a fresh buffer)."""
 
@@ -262,6 +276,7 @@ def sink_alloc(proc: Proc, alloc: AllocCursor) -> Rewrite[AllocCursors]:
                 f"`{line}` may read {sym.name} as written by an earlier iteration",
                 alloc,
             )
+    checks_passed()
     ed = Editor(ir)
     moved = ed.move(alloc.as_block().block(), (tpath, "body", 0))
     tpath_after = (*parent, (attr, k))
@@ -282,11 +297,11 @@ def sink_alloc(proc: Proc, alloc: AllocCursor) -> Rewrite[AllocCursors]:
 # --------------------------------------------------------------------------- delete_buffer
 
 
-class DeleteBufferNotAllocError(SchedulingError):
+class DeleteBufferNotAllocError(ShapeMismatchError):
     """delete_buffer, precondition 1: the buffer is a parameter, not an allocation."""
 
 
-class DeleteBufferUsedError(SchedulingError):
+class DeleteBufferUsedError(DependenceError):
     """delete_buffer, precondition 2: the buffer is used."""
 
 
@@ -332,6 +347,7 @@ def delete_buffer(proc: Proc, buf: Buffer) -> Rewrite[DeleteBufferCursors]:
         raise fail(
             DeleteBufferUsedError, name, f"{buf.name()} is used at {format_path(used[0].path)}", buf
         )
+    checks_passed()
     ed = Editor(ir)
     block = buf.as_block().block()
     if scope.hi - scope.lo == 1 and scope.lo == 0:
@@ -344,19 +360,19 @@ def delete_buffer(proc: Proc, buf: Buffer) -> Rewrite[DeleteBufferCursors]:
 # --------------------------------------------------------------------------- reuse_buffer
 
 
-class ReuseBufferNotAllocError(SchedulingError):
+class ReuseBufferNotAllocError(ShapeMismatchError):
     """reuse_buffer, precondition 1: one of the two buffers is not an allocation."""
 
 
-class ReuseBufferTypeError(SchedulingError):
+class ReuseBufferTypeError(TypeMismatchError):
     """reuse_buffer, precondition 2: the two allocations differ in type, shape or memory."""
 
 
-class ReuseBufferScopeError(SchedulingError):
+class ReuseBufferScopeError(ScopeError):
     """reuse_buffer, precondition 3: ``buf`` is not visible where ``replace`` is allocated."""
 
 
-class ReuseBufferNotDeadError(SchedulingError):
+class ReuseBufferNotDeadError(DependenceError):
     """reuse_buffer, precondition 4: ``buf`` is used after ``replace``'s allocation (or read
     again by a later loop iteration)."""
 
@@ -444,6 +460,7 @@ def reuse_buffer(proc: Proc, buf: Buffer, replace: Buffer) -> Rewrite[ReuseBuffe
     lst = stmt_list(ir, rparent, rattr)
     rest = lst[rk + 1 :]
     renamed = tuple(rename_stmt(s, {b.sym: a.sym}) for s in rest)
+    checks_passed()
     ed = Editor(ir)
     ed.replace(
         BlockLoc(rparent, rattr, rk, len(lst)),

@@ -11,7 +11,12 @@ import dataclasses
 from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.locs import format_path
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    IndirectUseError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -40,7 +45,14 @@ from cursched.primitives.buffers.buffer_common import (
     scope_stmts,
     uses_of,
 )
-from cursched.primitives.registry import Buffer, PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    Buffer,
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 
@@ -72,20 +84,20 @@ def _done(ed: Editor, loc: NodeLoc | ArgLoc) -> Rewrite[BufferCursors]:
 # ------------------------------------------------------------------------------ set_memory
 
 
-class SetMemoryError(SchedulingError):
+class SetMemoryError(BadArgumentError):
     """set_memory, precondition 1: ``mem`` is not a ``Memory`` class."""
 
 
-class SetMemoryNotDataError(SchedulingError):
+class SetMemoryNotDataError(ShapeMismatchError):
     """set_memory, precondition 2: the parameter is a control value (it has no memory)."""
 
 
-class SetMemoryWindowedError(SchedulingError):
+class SetMemoryWindowedError(IndirectUseError):
     """set_memory, precondition 3: the new memory is not windowable, but the buffer is
     windowed or passed to a call."""
 
 
-class SetMemoryCallError(SchedulingError):
+class SetMemoryCallError(TypeMismatchError):
     """set_memory, precondition 4: the buffer (or a window of it) is passed to a call whose
     parameter lives in another memory."""
 
@@ -170,6 +182,7 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
             f"{node.sym.name} is passed to {bad.proc.name}, which takes it in another memory",
             buf,
         )
+    checks_passed()
     ed = Editor(ir)
     new = node.replace(mem=mem)
     ed.replace_node(_loc(buf), new, same=[(node, new)])
@@ -179,15 +192,15 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
 # --------------------------------------------------------------------------- set_precision
 
 
-class SetPrecisionError(SchedulingError):
+class SetPrecisionError(BadArgumentError):
     """set_precision, precondition 1: ``type`` is not a data type (or its name)."""
 
 
-class SetPrecisionNotDataError(SchedulingError):
+class SetPrecisionNotDataError(ShapeMismatchError):
     """set_precision, precondition 2: the buffer is not data (a control parameter)."""
 
 
-class SetPrecisionSharedError(SchedulingError):
+class SetPrecisionSharedError(IndirectUseError):
     """set_precision, precondition 3: the buffer is windowed or passed to a call, whose
     parameter types would no longer match."""
 
@@ -256,6 +269,7 @@ def set_precision(proc: Proc, buf: Buffer, type: DataType | str) -> Rewrite[Buff
 
     ntype = dataclasses.replace(node.type, elem=t) if isinstance(node.type, TensorType) else t
     new_node = node.replace(type=ntype)
+    checks_passed()
     ed = Editor(ir)
     if isinstance(buf, ArgCursor):
         ed.replace_node(_loc(buf), new_node, same=[(node, new_node)])
@@ -314,15 +328,15 @@ def _pairs(old: tuple[object, ...], new: tuple[object, ...]) -> list[tuple[objec
 # ------------------------------------------------------------------------------ set_window
 
 
-class SetWindowNotArgError(SchedulingError):
+class SetWindowNotArgError(ShapeMismatchError):
     """set_window, precondition 1: the buffer is not a tensor parameter."""
 
 
-class SetWindowFlagError(SchedulingError):
+class SetWindowFlagError(BadArgumentError):
     """set_window, precondition 2: the flag is not a bool."""
 
 
-class SetWindowCallError(SchedulingError):
+class SetWindowCallError(IndirectUseError):
     """set_window, precondition 3: the parameter is passed whole to a call whose parameter
     is a contiguous tensor, which cannot take a window."""
 
@@ -380,6 +394,7 @@ def set_window(proc: Proc, arg: Buffer, is_window: bool = True) -> Rewrite[Buffe
     ntype = dataclasses.replace(node.type, window=is_window)
     new = node.replace(type=ntype)
     ir = proc.ir()
+    checks_passed()
     ed = Editor(ir)
     ed.replace_node(_loc(arg), new, same=[(node, new)])
 

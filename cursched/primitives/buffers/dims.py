@@ -9,7 +9,7 @@ from typing import Any
 
 from cursched.cursors import AllocCursor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, NotProvenError, OutOfBoundsError
 from cursched.ir.nodes import (
     Interval,
     Point,
@@ -44,16 +44,16 @@ from cursched.proc import Proc
 # ------------------------------------------------------------------------------ expand_dim
 
 
-class ExpandDimSizeError(SchedulingError):
+class ExpandDimSizeError(NotProvenError):
     """expand_dim, precondition 4: the size is not an affine expression proven positive."""
 
 
-class ExpandDimIndexExprError(SchedulingError):
+class ExpandDimIndexExprError(BadArgumentError):
     """expand_dim, precondition 5: the index is not affine in the sizes and the loops around
     the allocation."""
 
 
-class ExpandDimBoundsError(SchedulingError):
+class ExpandDimBoundsError(OutOfBoundsError):
     """expand_dim, precondition 6: the index is not proven inside ``0 <= index < size``."""
 
 
@@ -119,16 +119,16 @@ def expand_dim(proc: Proc, buf: Buffer, size: Any, index: Any) -> Rewrite[DimCur
 # ------------------------------------------------------------------------------ resize_dim
 
 
-class ResizeDimSizeError(SchedulingError):
+class ResizeDimSizeError(NotProvenError):
     """resize_dim, precondition 4: the size is not an affine expression proven positive."""
 
 
-class ResizeDimOffsetError(SchedulingError):
+class ResizeDimOffsetError(BadArgumentError):
     """resize_dim, precondition 5: the offset is not affine in the sizes and loops around the
     allocation."""
 
 
-class ResizeDimBoundsError(SchedulingError):
+class ResizeDimBoundsError(OutOfBoundsError):
     """resize_dim, precondition 6: an access leaves ``offset <= i < offset + size``."""
 
 
@@ -199,7 +199,7 @@ def resize_dim(
 # --------------------------------------------------------------------------- rearrange_dim
 
 
-class RearrangeDimPermError(SchedulingError):
+class RearrangeDimPermError(BadArgumentError):
     """rearrange_dim, precondition 2: the argument is not a permutation of the dimensions."""
 
 

@@ -15,7 +15,7 @@ from cursched.analysis import affine as af
 from cursched.analysis.checks import NotBoundedError, check_le
 from cursched.cursors import AllocCursor, BlockLoc, Cursor, Editor, ExprCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, IndirectUseError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import (
     Alloc,
     Expr,
@@ -51,16 +51,16 @@ from cursched.proc import Proc
 Planned = tuple[Sym, tuple[Any, ...]]
 
 
-class DimNotAllocError(SchedulingError):
+class DimNotAllocError(ShapeMismatchError):
     """A dimension primitive, precondition 1: the buffer is a parameter, not an allocation
     (its shape is the caller's)."""
 
 
-class DimIndexError(SchedulingError):
+class DimIndexError(BadArgumentError):
     """A dimension primitive, precondition 2: a dimension number is out of range."""
 
 
-class DimUseError(SchedulingError):
+class DimUseError(IndirectUseError):
     """A dimension primitive, precondition 3: the buffer is used in a way the rewrite cannot
     follow (``stride``, the whole buffer passed to a call, or a window the new layout cannot
     express)."""

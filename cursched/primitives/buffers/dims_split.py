@@ -12,7 +12,7 @@ from cursched.analysis.checks import NotDivisibleError, check_divides
 from cursched.analysis.context import context_of
 from cursched.cursors import AllocCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, NotProvenError, ShapeMismatchError
 from cursched.ir.nodes import (
     Alloc,
     Const,
@@ -52,11 +52,11 @@ from cursched.proc import Proc
 # ------------------------------------------------------------------------------ divide_dim
 
 
-class DivideDimQuotientError(SchedulingError):
+class DivideDimQuotientError(BadArgumentError):
     """divide_dim, precondition 4: the quotient is not an integer greater than 1."""
 
 
-class DivideDimNotDivisibleError(SchedulingError):
+class DivideDimNotDivisibleError(NotProvenError):
     """divide_dim, precondition 5: the quotient does not provably divide the dimension."""
 
 
@@ -133,7 +133,7 @@ def divide_dim(proc: Proc, buf: Buffer, dim: int, quotient: int) -> Rewrite[DimC
 # -------------------------------------------------------------------------------- mult_dim
 
 
-class MultDimNotConstError(SchedulingError):
+class MultDimNotConstError(ShapeMismatchError):
     """mult_dim, precondition 4: the lower dimension's size is not a constant."""
 
 
@@ -211,11 +211,11 @@ def mult_dim(proc: Proc, buf: Buffer, hi_dim: int, lo_dim: int) -> Rewrite[DimCu
 # --------------------------------------------------------------------------- unroll_buffer
 
 
-class UnrollBufferNotConstError(SchedulingError):
+class UnrollBufferNotConstError(ShapeMismatchError):
     """unroll_buffer, precondition 4: the dimension's size is not a constant."""
 
 
-class UnrollBufferIndexError(SchedulingError):
+class UnrollBufferIndexError(ShapeMismatchError):
     """unroll_buffer, precondition 5: an access indexes the dimension with a non-constant."""
 
 

@@ -6,10 +6,11 @@ decides whether the load stage may be left out lives in ``cursched.analysis.chec
 
 from __future__ import annotations
 
-import ast
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any, cast
 
 from cursched.analysis import affine as af
+from cursched.analysis import smt
 from cursched.analysis.checks import (
     NotBoundedError,
     OutsideWindowError,
@@ -19,13 +20,21 @@ from cursched.analysis.checks import (
     check_parallel,
 )
 from cursched.analysis.checks_buffers import NotCoveredError, Region, covered, uncovered_point
-from cursched.analysis.context import context_of
-from cursched.analysis.effects import block_effects, windows_view
+from cursched.analysis.context import PathContext, context_of
+from cursched.analysis.effects import Access, block_effects, windows_view
 from cursched.cursors import AllocCursor, BlockCursor, BlockLoc, Editor, NodeLoc, NoLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    BadNameError,
+    IndirectUseError,
+    NotProvenError,
+    OutOfBoundsError,
+    RaceError,
+    ShapeMismatchError,
+)
 from cursched.ir.memory import DRAM, Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -38,6 +47,7 @@ from cursched.ir.nodes import (
     Interval,
     Node,
     Point,
+    ProcDef,
     Read,
     Reduce,
     Stmt,
@@ -45,9 +55,11 @@ from cursched.ir.nodes import (
     WAccess,
     WindowExpr,
 )
+from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_exprs
 from cursched.ir.types import BOOL, INDEX, DataType, TensorType
+from cursched.primitives.arguments import NewName, ParsedWindow, Window
 from cursched.primitives.buffers.buffer_common import (
     UseNode,
     fresh_name,
@@ -57,8 +69,6 @@ from cursched.primitives.buffers.buffer_common import (
     used_names,
 )
 from cursched.primitives.loops.loop_common import (
-    BadIndexExpressionError,
-    index_expr,
     int_const,
     safety,
     same_pairs,
@@ -69,49 +79,55 @@ from cursched.proc import Proc
 NAME = "stage_mem"
 
 
-class StageWindowError(SchedulingError):
+class StageWindowError(BadArgumentError):
     """stage_mem, precondition 1: the window is not ``name[coord, ...]`` over a tensor visible
     at the block, one coordinate (``lo:hi`` or an index) per dimension."""
 
 
-class StageNameError(SchedulingError):
+class StageNameError(BadNameError):
     """stage_mem, precondition 2: the new buffer's name is not a fresh identifier."""
 
 
-class StageMemoryError(SchedulingError):
+class StageMemoryError(BadArgumentError):
     """stage_mem, precondition 3: ``memory`` is not a ``Memory`` class."""
 
 
-class StageAliasError(SchedulingError):
+class StageAliasError(IndirectUseError):
     """stage_mem, precondition 4: the block reaches the buffer other than by direct indexing
     (a window of it made before the block, the whole buffer passed to a call, ``stride``)."""
 
 
-class StageNoAccessError(SchedulingError):
+class StageNoAccessError(ShapeMismatchError):
     """stage_mem, precondition 5: the block does not access the buffer at all."""
 
 
-class StageOutsideWindowError(SchedulingError):
-    """stage_mem, precondition 7: an access of the block leaves the window."""
+class StageNeverRunsError(NotProvenError):
+    """stage_mem, precondition 6: the block never runs (the loops and ifs around it are empty
+    for every size the asserts allow), so the window proofs would hold vacuously."""
 
 
-class StageWindowBoundsError(SchedulingError):
-    """stage_mem, precondition 6: a window range ``lo:hi`` may have ``hi < lo``."""
+class StageOutsideWindowError(OutOfBoundsError):
+    """stage_mem, precondition 8: an access of the block leaves the window."""
 
 
-class StageAccumError(SchedulingError):
-    """stage_mem, precondition 8: ``accum=True`` but the block reads or overwrites the buffer
+class StageWindowBoundsError(NotProvenError):
+    """stage_mem, precondition 7: a window range ``lo:hi`` may have ``hi < lo``, or has a
+    constant extent that is not positive (the new buffer's shape)."""
+
+
+class StageAccumError(ShapeMismatchError):
+    """stage_mem, precondition 9: ``accum=True`` but the block reads or overwrites the buffer
     (it must only reduce into it)."""
 
 
-class StagePartialWriteError(SchedulingError):
-    """stage_mem, precondition 9: the block writes the window without reading it, but does not
+class StagePartialWriteError(NotProvenError):
+    """stage_mem, precondition 10: the block writes the window without reading it, but does not
     provably write all of it: copying the window back would clobber the elements it did not
     write (Exo issue 527)."""
 
 
-class StageParallelError(SchedulingError):
-    """stage_mem, precondition 10: inside a ``par`` loop, the stages would make iterations
+class StageParallelError(RaceError):
+    """stage_mem, precondition 11: inside a ``par`` loop, the stages would make iterations
     touch the same elements (each loads and stores its whole window)."""
 
 
@@ -134,36 +150,12 @@ class StageMemCursors(PrimCursors):
     store: StmtCursor | Cursor
 
 
-def _parse_window(text: str) -> tuple[str, list[ast.expr | ast.Slice]] | None:
-    try:
-        tree = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        return None
-    if not isinstance(tree, ast.Subscript) or not isinstance(tree.value, ast.Name):
-        return None
-    sl = tree.slice
-    coords = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
-    return tree.value.id, coords
-
-
-def _buffer(proc: Proc, path: Any, name: str) -> tuple[Sym, TensorType, type[Memory]] | None:
-    ctx = context_of(proc.ir(), path)
-    for sym, a in ctx.allocs.items():
-        if sym.name == name and isinstance(a.type, TensorType):
-            found: tuple[Sym, TensorType, type[Memory]] | None = (sym, a.type, a.mem)
-            return found
-    for arg in proc.ir().args:
-        if arg.sym.name == name and isinstance(arg.type, TensorType):
-            return arg.sym, arg.type, arg.mem or DRAM
-    return None
-
-
 @primitive
 def stage_mem(
     proc: Proc,
     block: BlockCursor,
-    window: str,
-    name: str,
+    window: Annotated[str, Window(StageWindowError, at="block")],
+    name: Annotated[str, NewName(StageNameError, at="block", scope="proc")],
     accum: bool = False,
     memory: type[Memory] | None = None,
     unsafe_skip_checks: bool = False,
@@ -180,7 +172,7 @@ def stage_mem(
         accum: stage a reduction: zero-initialise the new buffer, reduce into it, then add it
             back (``A[...] += name[...]``); like Exo, this reassociates the sums.
         memory: the new buffer's memory (default ``DRAM``).
-        unsafe_skip_checks: skip the proofs of preconditions 6, 7, 9 and 10.
+        unsafe_skip_checks: skip the proofs of preconditions 6, 7, 8, 10 and 11.
 
     Returns:
         The new proc and ``StageMemCursors``:
@@ -190,24 +182,29 @@ def stage_mem(
     Preconditions:
         1. ``window`` names a tensor visible at the block, with one affine coordinate per
            dimension (``StageWindowError``).
-        2. ``name`` is an identifier no symbol of the proc has (``StageNameError``).
+        2. ``name`` is a usable new name (``registry.check_new_name``) that no symbol of the
+           proc has (``StageNameError``).
         3. ``memory`` is a ``Memory`` class (``StageMemoryError``).
         4. the block uses the buffer only by indexing it or taking windows of it
            (``StageAliasError``: no earlier window aliasing it, no whole-buffer call argument,
            no ``stride``).
         5. the block accesses the buffer (``StageNoAccessError``).
-        6. every range ``lo:hi`` of the window has ``lo <= hi`` (``StageWindowBoundsError``,
-           with a counterexample). A window that may leave the buffer's bounds is fine, as in
-           Exo: the load and store get guards keeping their accesses in bounds (the block's
-           own accesses are in bounds already).
-        7. every access of the block to the buffer lies inside the window, proven
+        6. the block can run: its context (the asserts, the enclosing loops' ranges and
+           ``if`` conditions) is satisfiable for some sizes (``StageNeverRunsError``). In code
+           that never runs every proof below holds vacuously and would accept any window.
+        7. every range ``lo:hi`` of the window has ``lo <= hi`` (``StageWindowBoundsError``,
+           with a counterexample), and an extent that is a constant is positive, decided
+           without the context (it is the new buffer's shape). A window that may leave the
+           buffer's bounds is fine, as in Exo: the load and store get guards keeping their
+           accesses in bounds (the block's own accesses are in bounds already).
+        8. every access of the block to the buffer lies inside the window, proven
            (``StageOutsideWindowError``, with a counterexample).
-        8. with ``accum=True``, the block only reduces into the buffer (``StageAccumError``).
-        9. a block that writes the buffer without reading it provably writes the whole window
-           (the part inside the buffer), since the store copies all of it back
-           (``StagePartialWriteError``, with an index no write touches when every write is a
-           box).
-        10. every enclosing ``par`` loop stays parallel with the stages added, proven by
+        9. with ``accum=True``, the block only reduces into the buffer (``StageAccumError``).
+        10. a block that writes the buffer without reading it provably writes the whole window
+            (the part inside the buffer), since the store copies all of it back
+            (``StagePartialWriteError``, with an index no write touches when every write is
+            a box).
+        11. every enclosing ``par`` loop stays parallel with the stages added, proven by
             ``check_parallel`` (``StageParallelError``, with a counterexample).
 
     Forwards/Kills:
@@ -230,58 +227,79 @@ def stage_mem(
     loc = block.block()
     first = loc.stmt_paths()[0]
     stmts = stmt_list(ir, loc.parent, loc.attr)[loc.lo : loc.hi]
-
-    # 1. the window
-    parsed = _parse_window(window) if isinstance(window, str) else None
-    found = None if parsed is None else _buffer(proc, first, parsed[0])
-    if parsed is None or found is None or len(parsed[1]) != found[1].rank():
-        msg = f"window {window!r} is not `name[coord, ...]` over a tensor visible at the block"
-        if found is not None and parsed is not None:
-            msg += f" with {found[1].rank()} coordinates"
-        raise fail(StageWindowError, NAME, msg, block)
-    buf, btype, _ = found
-    coords: list[WAccess] = []
-    for d, c in enumerate(parsed[1]):
-        try:
-            if isinstance(c, ast.Slice):
-                lo = (
-                    index_expr(ir, first, ast.unparse(c.lower), NAME, block, "window start")
-                    if c.lower
-                    else int_const(0)
-                )
-                hi = (
-                    index_expr(ir, first, ast.unparse(c.upper), NAME, block, "window end")
-                    if c.upper
-                    else btype.shape[d]
-                )
-                coords.append(Interval(lo, hi))
-            else:
-                coords.append(
-                    Point(index_expr(ir, first, ast.unparse(c), NAME, block, "window index"))
-                )
-        except BadIndexExpressionError as e:
-            raise fail(
-                StageWindowError, NAME, str(e).splitlines()[0].removeprefix(f"{NAME}: "), block
-            ) from e
     ctx = context_of(ir, first)
-    ranges = ctx.ranges()
-    extents = tuple(
-        simplified(af.to_aff(w.hi) - af.to_aff(w.lo), ranges)  # type: ignore[operator]
-        for w in coords
-        if isinstance(w, Interval)
+    # preconditions 1 and 2 hold: the registry resolved the window and checked the name
+    win = _Staged.of(cast(ParsedWindow, window), ctx)
+    mem = _check_memory(memory, block)
+    _check_direct_uses(stmts, ctx, win, block)
+    load, store, effects = _check_accesses(stmts, ctx, win.buf, accum, block)
+    if not unsafe_skip_checks:
+        _check_runs(ctx, block)
+        _check_extents(ir, first, win, block)
+        _check_in_window(ir, loc.stmt_paths(), win, block)
+        if store and not load and not accum:
+            _check_fills(effects, ctx, win, block)
+    ed, out, staged = _rewrite(ir, loc, stmts, win, name, mem, load, store, accum)
+    if not unsafe_skip_checks:
+        _check_parallel(ir, ed.ir, first, block)
+    k0 = 2 if (load or accum) else 1
+    paths = out.stmt_paths()
+    return ed.done(
+        StageMemCursors,
+        alloc=NodeLoc(paths[0]),
+        load=NodeLoc(paths[1])
+        if (load or accum)
+        else NoLoc("no load: the block does not read the buffer"),
+        block=BlockLoc(out.parent, out.attr, out.lo + k0, out.lo + k0 + len(staged)),
+        store=NodeLoc(paths[-1])
+        if store
+        else NoLoc("no store: the block does not write the buffer"),
     )
-    wtype = TensorType(btype.elem, extents)
-    wexpr = WindowExpr(buf, tuple(coords), wtype)
 
-    # 2, 3. name and memory
-    taken = used_names(ir)
-    if not (isinstance(name, str) and name.isidentifier()) or name in taken:
-        raise fail(StageNameError, NAME, f"{name!r} is not a fresh identifier", block)
+
+# ------------------------------------------------------------------------- preconditions
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """The window being staged: the parsed argument, its IR window and the new buffer's
+    extents (one per ``lo:hi`` coordinate, simplified in the block's context)."""
+
+    buf: Sym
+    btype: TensorType
+    coords: tuple[WAccess, ...]
+    extents: tuple[Expr, ...]
+    wexpr: WindowExpr
+
+    @staticmethod
+    def of(w: ParsedWindow, ctx: PathContext) -> _Staged:
+        ranges = ctx.ranges()
+        extents = tuple(
+            simplified(af.to_aff(c.hi) - af.to_aff(c.lo), ranges)  # type: ignore[operator]
+            for c in w.coords
+            if isinstance(c, Interval)
+        )
+        wexpr = WindowExpr(w.buf, w.coords, TensorType(w.btype.elem, extents))
+        return _Staged(w.buf, w.btype, w.coords, extents, wexpr)
+
+    def kept(self) -> list[int]:
+        """The dimensions the new buffer keeps (the ``lo:hi`` ones)."""
+        return [k for k, c in enumerate(self.coords) if isinstance(c, Interval)]
+
+
+def _check_memory(memory: Any, block: BlockCursor) -> type[Memory]:
+    """Precondition 3: the memory is a ``Memory`` class (default ``DRAM``)."""
     mem = DRAM if memory is None else memory
     if not (isinstance(mem, type) and issubclass(mem, Memory)):
         raise fail(StageMemoryError, NAME, f"memory must be a Memory class, got {memory!r}", block)
+    return mem
 
-    # 4. direct uses only
+
+def _check_direct_uses(
+    stmts: tuple[Stmt, ...], ctx: PathContext, win: _Staged, block: BlockCursor
+) -> None:
+    """Precondition 4: the block reaches the buffer only by indexing it or windowing it."""
+    buf = win.buf
     aliases = {s for s, v in windows_view(ctx.windows).items() if v.base is buf}
     for x in walk_exprs(stmts):
         bad = (
@@ -294,7 +312,7 @@ def stage_mem(
                 and x.sym is buf
                 and any(
                     isinstance(c, Interval) and isinstance(w, Point)
-                    for c, w in zip(x.idx, coords, strict=True)
+                    for c, w in zip(x.idx, win.coords, strict=True)
                 )
             )
         )
@@ -306,7 +324,12 @@ def stage_mem(
                 block,
             )
 
-    # 5. what the block does to the buffer
+
+def _check_accesses(
+    stmts: tuple[Stmt, ...], ctx: PathContext, buf: Sym, accum: bool, block: BlockCursor
+) -> tuple[bool, bool, list[Access]]:
+    """Preconditions 5 and 9: the block accesses the buffer, and with ``accum`` only reduces
+    into it. Returns whether a load and a store are needed, and the block's accesses."""
     effects = [a for a in block_effects(stmts, ctx.windows) if a.buf is buf]
     if not effects:
         raise fail(StageNoAccessError, NAME, f"the block does not access {buf.name}", block)
@@ -321,91 +344,176 @@ def stage_mem(
         )
     load = not accum and bool(kinds & {"read", "reduce"})
     store = bool(kinds & {"write", "reduce"})
+    return load, store, effects
 
-    if not unsafe_skip_checks:
-        # 6. window extents
+
+def _check_runs(ctx: PathContext, block: BlockCursor) -> None:
+    """Precondition 6: some sizes allowed by the asserts make the block run (bugs.md F5)."""
+    if smt.satisfiable(ctx.props()) is None:
+        msg = (
+            "the block never runs (the loops and ifs around it are empty for every size the "
+            "asserts allow): every window would pass the proofs vacuously; delete the dead "
+            "code first (eliminate_dead_code)"
+        )
+        raise fail(StageNeverRunsError, NAME, msg, block)
+
+
+def _check_extents(ir: ProcDef, first: Path, win: _Staged, block: BlockCursor) -> None:
+    """Precondition 7: every ``lo:hi`` has ``lo <= hi``; a constant extent is positive."""
+    for c, n in zip((c for c in win.coords if isinstance(c, Interval)), win.extents, strict=True):
+        # decided without the context: it is the new buffer's shape, which must be valid
+        # wherever the allocation stands (the printout's shapes are checked without it)
+        if isinstance(n, Const) and n.value <= 0:
+            msg = f"the window range {_text(c.lo)}:{_text(c.hi)} has extent {n.value}"
+            raise fail(StageWindowBoundsError, NAME, msg, block)
         try:
-            for w in coords:
-                if isinstance(w, Interval):
-                    check_le(ir, first, w.lo, w.hi, primitive=NAME)
+            check_le(ir, first, c.lo, c.hi, primitive=NAME)
         except NotBoundedError as e:
             raise safety(StageWindowBoundsError, NAME, e, block) from e
-        # 7. inside the window
-        try:
-            check_in_window(ir, loc.stmt_paths(), buf, wexpr, primitive=NAME)
-        except OutsideWindowError as e:
-            raise safety(StageOutsideWindowError, NAME, e, block) from e
-        # 9. a write-only block must fill the window
-        if store and not load and not accum:
-            region: Region = tuple(
-                (af.to_aff(w.lo), af.to_aff(w.hi))  # type: ignore[misc]
-                if isinstance(w, Interval)
-                else (af.to_aff(w.pt), None)
-                for w in coords
-            )
-            writes = [a for a in effects if a.kind == "write"]
-            # only the part of the window inside the buffer is stored back (guards)
-            limits = tuple(af.to_aff(n) for n in btype.shape)
-            if not covered(writes, region, ctx.props(), limits):
-                model = uncovered_point(writes, region, ctx.props(), buf.name, limits)
-                why = NotCoveredError(
-                    f"the block writes {buf.name} without reading it but does not provably "
-                    f"write all of {_text(wexpr)}; the store would overwrite the rest with "
-                    "garbage (stage a smaller window, or one the block writes entirely)",
-                    model,
-                )
-                raise safety(StagePartialWriteError, NAME, why, block)
 
-    # the rewrite
+
+def _check_in_window(
+    ir: ProcDef, paths: tuple[Path, ...], win: _Staged, block: BlockCursor
+) -> None:
+    """Precondition 8: every access of the block to the buffer lies inside the window."""
+    try:
+        check_in_window(ir, paths, win.buf, win.wexpr, primitive=NAME)
+    except OutsideWindowError as e:
+        raise safety(StageOutsideWindowError, NAME, e, block) from e
+
+
+def _check_fills(effects: list[Access], ctx: PathContext, win: _Staged, block: BlockCursor) -> None:
+    """Precondition 10: a block that writes the buffer without reading it writes all of the
+    window (the part inside the buffer: the store is guarded)."""
+    region: Region = tuple(
+        (af.to_aff(w.lo), af.to_aff(w.hi))  # type: ignore[misc]
+        if isinstance(w, Interval)
+        else (af.to_aff(w.pt), None)
+        for w in win.coords
+    )
+    writes = [a for a in effects if a.kind == "write"]
+    limits = tuple(af.to_aff(n) for n in win.btype.shape)
+    if covered(writes, region, ctx.props(), limits):
+        return
+    model = uncovered_point(writes, region, ctx.props(), win.buf.name, limits)
+    why = NotCoveredError(
+        f"the block writes {win.buf.name} without reading it but does not provably "
+        f"write all of {_text(win.wexpr)}; the store would overwrite the rest with "
+        "garbage (stage a smaller window, or one the block writes entirely)",
+        model,
+    )
+    raise safety(StagePartialWriteError, NAME, why, block)
+
+
+def _check_parallel(ir: ProcDef, new_ir: ProcDef, first: Path, block: BlockCursor) -> None:
+    """Precondition 11: every enclosing ``par`` loop is still parallel in the staged proc
+    (whose statements before the block keep their paths)."""
+    node: Any = ir
+    for k in range(len(first) - 1):
+        attr, i = first[k]
+        node = getattr(node, attr)[i]
+        if isinstance(node, For) and node.mode == "par":
+            try:
+                check_parallel(new_ir, first[: k + 1], primitive=NAME)
+            except ParallelError as e:
+                raise safety(StageParallelError, NAME, e, block) from e
+
+
+# ------------------------------------------------------------------------------- rewrite
+
+
+def _rewrite(
+    ir: ProcDef,
+    loc: BlockLoc,
+    stmts: tuple[Stmt, ...],
+    win: _Staged,
+    name: str,
+    mem: type[Memory],
+    load: bool,
+    store: bool,
+    accum: bool,
+) -> tuple[Editor, BlockLoc, tuple[Stmt, ...]]:
+    """The allocation, the load (or zeroing) nest, the block on the new buffer and the store
+    (or add-back) nest in place of the block. Returns the editor, where the new statements
+    are, and the staged block."""
     tile = Sym(name)
-    keep = [k for k, w in enumerate(coords) if isinstance(w, Interval)]
+    keep = win.kept()
+    elem: DataType = win.btype.elem
+    staged = rebuild(stmts, win.buf, lambda old, new: _onto_tile(new, tile, win.coords, keep))
+    first = loc.stmt_paths()[0]
+    make = _Nests(win, [Sym(fresh_name(used_names(ir) | {name}, "i")) for _ in keep])
+    make.guard = _guards(ir, first, win)
+    buf = win.buf
+    new: list[Stmt] = [Alloc(tile, TensorType(elem, win.extents) if keep else elem, mem)]
+    if load:
+        new.append(make(lambda b, s: Assign(tile, s, Read(buf, b, elem))))
+    elif accum:
+        zero = Const(0.0 if elem.is_float() else 0, elem)
+        new.append(make(lambda b, s: Assign(tile, s, zero)))
+    new.extend(staged)
+    if store and accum:
+        new.append(make(lambda b, s: Reduce(buf, b, Read(tile, s, elem))))
+    elif store:
+        new.append(make(lambda b, s: Assign(buf, b, Read(tile, s, elem))))
+    ed = Editor(ir)
+    out = ed.replace(loc, new, same=same_pairs(stmts, staged), hint="restaged by stage_mem")
+    return ed, out, staged
 
-    def local_idx(idx: tuple[Expr, ...]) -> tuple[Expr, ...]:
-        return tuple(minus(idx[k], coords[k].lo) for k in keep)  # type: ignore[union-attr]
 
-    def fix(old: UseNode, new: UseNode) -> Node:
-        match new:
-            case Read() | Assign() | Reduce():
-                return new.replace(sym=tile, idx=local_idx(new.idx))
-            case WindowExpr():
-                out: list[WAccess] = []
-                for k in keep:
-                    c = new.idx[k]
-                    off = coords[k].lo  # type: ignore[union-attr]
-                    if isinstance(c, Point):
-                        out.append(Point(minus(c.pt, off)))
-                    else:
-                        out.append(Interval(minus(c.lo, off), minus(c.hi, off)))
-                return new.replace(sym=tile, idx=tuple(out))
-            case _:
-                return new
+def _onto_tile(new: UseNode, tile: Sym, coords: tuple[WAccess, ...], keep: list[int]) -> Node:
+    """An access of the buffer rewritten to the new buffer, relative to the window."""
 
-    staged = rebuild(stmts, buf, fix)
-    names = used_names(ir) | {name}
-    iters = [Sym(fresh_name(names, "i")) for _ in keep]
-    elem: DataType = btype.elem
-    alloc = Alloc(tile, TensorType(elem, extents) if keep else elem, mem)
+    def local(k: int, e: Expr) -> Expr:
+        return minus(e, coords[k].lo)  # type: ignore[union-attr]
 
-    def nest(make: Any) -> Stmt:
-        big = list(coords)
+    match new:
+        case Read() | Assign() | Reduce():
+            return new.replace(sym=tile, idx=tuple(local(k, new.idx[k]) for k in keep))
+        case WindowExpr():
+            out: list[WAccess] = []
+            for k in keep:
+                c = new.idx[k]
+                if isinstance(c, Point):
+                    out.append(Point(local(k, c.pt)))
+                else:
+                    out.append(Interval(local(k, c.lo), local(k, c.hi)))
+            return new.replace(sym=tile, idx=tuple(out))
+        case _:
+            return new
+
+
+class _Nests:
+    """Makes the load and store loop nests over the window (one loop per kept dimension),
+    guarded where the window may leave the buffer."""
+
+    def __init__(self, win: _Staged, iters: list[Sym]) -> None:
+        self.win = win
+        self.iters = iters
+        self.guard: dict[int, tuple[bool, bool]] = {}
+
+    def __call__(self, body_of: Any) -> Stmt:
+        win, keep = self.win, self.win.kept()
+        big = list(win.coords)
         small: list[Expr] = []
-        for k, it in zip(keep, iters, strict=True):
-            w = coords[k]
+        for k, it in zip(keep, self.iters, strict=True):
+            w = win.coords[k]
             assert isinstance(w, Interval)
-            v = Read(it, (), INDEX)
             big[k] = Point(simplified(af.Aff.var(it) + af.to_aff(w.lo)))  # type: ignore[operator]
-            small.append(v)
+            small.append(Read(it, (), INDEX))
         bidx = tuple(c.pt for c in big if isinstance(c, Point))
-        body: Stmt = make(bidx, tuple(small))
-        if guard:
-            body = If(_in_bounds(bidx, btype.shape, guard), (body,), ())
-        for k, it in reversed(list(zip(keep, iters, strict=True))):
-            body = For(it, int_const(0), extents[keep.index(k)], (body,))
+        body: Stmt = body_of(bidx, tuple(small))
+        if self.guard:
+            body = If(_in_bounds(bidx, win.btype.shape, self.guard), (body,), ())
+        for k, it in reversed(list(zip(keep, self.iters, strict=True))):
+            body = For(it, int_const(0), win.extents[keep.index(k)], (body,))
         return body
 
-    # which sides of which dimensions the load and store must guard (not proven in bounds)
+
+def _guards(ir: ProcDef, first: Path, win: _Staged) -> dict[int, tuple[bool, bool]]:
+    """Which sides of which dimensions the load and store must guard (not proven in
+    bounds)."""
     guard: dict[int, tuple[bool, bool]] = {}
-    for d, (w, n) in enumerate(zip(coords, btype.shape, strict=True)):
+    for d, (w, n) in enumerate(zip(win.coords, win.btype.shape, strict=True)):
         start = w.lo if isinstance(w, Interval) else w.pt
         low = not _proven(ir, first, int_const(0), start, False)
         if isinstance(w, Interval):
@@ -414,44 +522,7 @@ def stage_mem(
             high = not _proven(ir, first, start, n, True)
         if low or high:
             guard[d] = (low, high)
-    zero = Const(0.0 if elem.is_float() else 0, elem)
-    new: list[Stmt] = [alloc]
-    if load:
-        new.append(nest(lambda b, s: Assign(tile, s, Read(buf, b, elem))))
-    elif accum:
-        new.append(nest(lambda b, s: Assign(tile, s, zero)))
-    new.extend(staged)
-    if store:
-        if accum:
-            new.append(nest(lambda b, s: Reduce(buf, b, Read(tile, s, elem))))
-        else:
-            new.append(nest(lambda b, s: Assign(buf, b, Read(tile, s, elem))))
-    ed = Editor(ir)
-    out = ed.replace(loc, new, same=same_pairs(stmts, staged), hint="restaged by stage_mem")
-    paths = out.stmt_paths()
-    if not unsafe_skip_checks:
-        # 10. the windows of parallel iterations must not overlap where they are stored
-        node: Any = ir
-        for k in range(len(first) - 1):
-            attr, i = first[k]
-            node = getattr(node, attr)[i]
-            if isinstance(node, For) and node.mode == "par":
-                try:
-                    check_parallel(ed.ir, first[: k + 1], primitive=NAME)
-                except ParallelError as e:
-                    raise safety(StageParallelError, NAME, e, block) from e
-    k0 = 2 if (load or accum) else 1
-    return ed.done(
-        StageMemCursors,
-        alloc=NodeLoc(paths[0]),
-        load=NodeLoc(paths[1])
-        if (load or accum)
-        else NoLoc("no load: the block does not read the buffer"),
-        block=BlockLoc(out.parent, out.attr, out.lo + k0, out.lo + k0 + len(staged)),
-        store=NodeLoc(paths[-1])
-        if store
-        else NoLoc("no store: the block does not write the buffer"),
-    )
+    return guard
 
 
 def _proven(ir: Any, path: Any, lo: Expr, hi: Expr, strict: bool) -> bool:
@@ -490,6 +561,7 @@ __all__ = [
     "StageMemCursors",
     "StageMemoryError",
     "StageNameError",
+    "StageNeverRunsError",
     "StageNoAccessError",
     "StageOutsideWindowError",
     "StageParallelError",

@@ -14,7 +14,7 @@ from cursched.analysis import affine as af
 from cursched.cursors import BlockLoc, Editor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list, walk
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
 from cursched.ir.nodes import (
     Assign,
     BinOp,
@@ -32,11 +32,11 @@ from cursched.ir.paths import Path, get_at
 from cursched.ir.types import INDEX, TensorType
 from cursched.primitives.exprs.binds import InlineCursors
 from cursched.primitives.exprs.expr_common import fresh
-from cursched.primitives.registry import fail, primitive
+from cursched.primitives.registry import checks_passed, fail, primitive
 from cursched.proc import Proc
 
 
-class NotAWindowError(SchedulingError):
+class NotAWindowError(ShapeMismatchError):
     """inline_window, precondition 1: the statement is not a window statement ``y = x[...]``."""
 
 
@@ -151,6 +151,7 @@ def inline_window(proc: Proc, window: StmtCursor) -> Rewrite[InlineCursors]:
         for path, n in walk(stmts[j], (*parent, (attr, j))):
             if isinstance(n, _Use) and n.sym is w:
                 uses.append(path)
+    checks_passed()
     ed = Editor(ir)
     ed.delete(BlockLoc(parent, attr, k, k + 1), hint="inlined by inline_window; use .reads")
     out: dict[Path, NodeLoc] = {}

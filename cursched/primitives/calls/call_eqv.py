@@ -11,10 +11,10 @@ import inspect
 
 from cursched.cursors import CallCursor, Editor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import NotProvenError, ShapeMismatchError, TypeMismatchError
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.nodes import Call, ProcDef
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 NAME = "call_eqv"
@@ -24,17 +24,17 @@ NAME = "call_eqv"
 _NOT_EQUIVALENT = frozenset({"set_precision"})
 
 
-class CallEqvNotCallError(SchedulingError):
+class CallEqvNotCallError(ShapeMismatchError):
     """call_eqv, precondition 1: the statement is not a call, or the replacement is not a
     ``Proc``."""
 
 
-class CallEqvSignatureError(SchedulingError):
+class CallEqvSignatureError(TypeMismatchError):
     """call_eqv, precondition 2: the two procs' parameters differ (number, kinds, types,
     window-ness or memories)."""
 
 
-class CallEqvNotProvenError(SchedulingError):
+class CallEqvNotProvenError(NotProvenError):
     """call_eqv, precondition 3: nothing shows the two procs equivalent (neither alpha-equal
     nor one derived from the other by checked scheduling steps)."""
 
@@ -118,7 +118,7 @@ def equivalence_story(callee: ProcDef, other: Proc, known: Proc | None = None) -
 
     In cases 2 and 3 every step on the way must keep behaviour: no step ran with
     ``unsafe_skip_checks=True`` and none is ``set_precision`` (every other primitive proves
-    its rewrite, DESIGN.md contract 7).
+    its rewrite, docs/architecture.md, contract 7).
     """
     if _same_up_to_name(callee, other.ir()):
         return True, "alpha-equal"
@@ -214,6 +214,7 @@ def call_eqv(proc: Proc, call: StmtCursor, other: Proc) -> Rewrite[CallEqvCursor
             f"{other_ir.name} is not proven equivalent to {s.proc.name}: {why}",
             call,
         )
+    checks_passed()
     ed = Editor(proc.ir())
     new = s.replace(proc=other_ir)
     loc = ed.replace_node(NodeLoc(call.path()), new, same=[(s, new)])

@@ -19,7 +19,7 @@ from cursched.analysis import affine as af
 from cursched.analysis.context import PathContext, context_of
 from cursched.cursors import BlockCursor, CallCursor, Editor, StmtCursor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
 from cursched.ir.nodes import (
     Assign,
     BinOp,
@@ -42,13 +42,13 @@ from cursched.ir.traversal import (
 )
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 from cursched.primitives.loops.loop_common import fresh_copy
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- inline
 
 
-class InlineNotCallError(SchedulingError):
+class InlineNotCallError(ShapeMismatchError):
     """inline, precondition 1: the statement is not a call."""
 
 
@@ -228,6 +228,7 @@ def inline(proc: Proc, call: StmtCursor) -> Rewrite[InlineCursors]:
     body = fresh_copy(callee.body, env, ctx.ranges())
     inl = _Inliner(env, views, scalars, _decl_types(ir, ctx))
     new = tuple(inl.stmt(x) for x in body)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(call.as_block().block(), new, hint="inlined by inline; use .body")
     return ed.done(InlineCursors, body=out)

@@ -7,9 +7,8 @@ Registered with ``@primitive`` (``cursched.primitives.registry``); the inverse o
 from __future__ import annotations
 
 import dataclasses
-import keyword
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.bounds import check_bounds
@@ -17,27 +16,28 @@ from cursched.analysis.context import PathContext, context_of
 from cursched.cursors import BlockCursor, BlockLoc, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
-from cursched.errors import BoundsError, SchedulingError
+from cursched.errors import BadNameError, BoundsError, OutOfBoundsError, ScopeError
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Assign, BinOp, Call, Expr, FnArg, ProcDef, Read, Reduce, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import defined_syms, free_syms_expr, stmt_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX, ControlType, TensorType
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import fresh_copy, rename_expr
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 
-class ExtractNameError(SchedulingError):
+class ExtractNameError(BadNameError):
     """extract_subproc, precondition 1: the name is not a Python identifier."""
 
 
-class ExtractEscapeError(SchedulingError):
+class ExtractEscapeError(ScopeError):
     """extract_subproc, precondition 2: the block defines a name (allocation, window) that
     statements after it use."""
 
 
-class ExtractBoundsError(SchedulingError):
+class ExtractBoundsError(OutOfBoundsError):
     """extract_subproc, precondition 3: an access of the block is not provably in bounds
     from what the new proc's asserts can say over its parameters."""
 
@@ -104,7 +104,11 @@ def _type_syms(t: Any) -> set[Sym]:
 
 
 @primitive
-def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[ExtractSubprocCursors]:
+def extract_subproc(
+    proc: Proc,
+    block: BlockCursor,
+    name: Annotated[str, NewName(ExtractNameError, scope="none", what="proc name")],
+) -> Rewrite[ExtractSubprocCursors]:
     """Move a block into a new proc and call it where the block was.
 
     The new proc's parameters are the names the block uses but does not define, in this
@@ -151,8 +155,6 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
                                                            A[i, j] = 0.0
     """
     prim = "extract_subproc"
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise fail(ExtractNameError, prim, f"{name!r} is not a valid proc name", block)
     ir = proc.ir()
     loc = block.block()
     stmts = block.stmts()
@@ -196,6 +198,7 @@ def extract_subproc(proc: Proc, block: BlockCursor, name: str) -> Rewrite[Extrac
     except BoundsError as e:
         raise fail(ExtractBoundsError, prim, f"in the new proc {name}: {e}", block) from e
     call_args = tuple(_arg_read(s, types[s][0]) for s in params)
+    checks_passed()
     ed = Editor(ir)
     new = ed.replace(
         loc, (Call(sub, call_args),), hint=f"extracted into `{name}`; use .call or .subproc_body"

@@ -16,7 +16,14 @@ from cursched.analysis.conditions import check_call_preconditions
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import AliasError, SchedulingError
+from cursched.errors import (
+    AliasError,
+    BadArgumentError,
+    DependenceError,
+    NotProvenError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.nodes import Call, ProcDef
 from cursched.ir.paths import Path, get_at
 from cursched.ir.printer import print_expr
@@ -34,31 +41,31 @@ from cursched.proc import Proc
 NAME = "replace"
 
 
-class ReplaceNotProcError(SchedulingError):
+class ReplaceNotProcError(BadArgumentError):
     """replace, precondition 1: the replacement is not a ``Proc``."""
 
 
-class ReplaceMismatchError(SchedulingError):
+class ReplaceMismatchError(ShapeMismatchError):
     """replace, precondition 2: the block does not match the callee's body (structure,
     operators, types, loop bounds or accessed elements)."""
 
 
-class ReplaceMemoryError(SchedulingError):
+class ReplaceMemoryError(TypeMismatchError):
     """replace, precondition 3: a buffer of the block lives in another memory than the
     instruction's parameter requires."""
 
 
-class ReplaceUnboundError(SchedulingError):
+class ReplaceUnboundError(ShapeMismatchError):
     """replace, precondition 4: a parameter of the callee is not fixed by the block."""
 
 
-class ReplaceAssertError(SchedulingError):
+class ReplaceAssertError(NotProvenError):
     """replace, precondition 5: at the call site, an argument's shape, a window's bounds, a
     size's positivity or an assert of the callee (``stride`` conditions included) does not
     provably hold."""
 
 
-class ReplaceAliasError(AliasError, SchedulingError):
+class ReplaceAliasError(AliasError, DependenceError):
     """replace, precondition 6: two window arguments of the new call may overlap while the
     instruction writes one of them (its C template may access them in another order than
     its body)."""

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.context import PathContext, context_of
-from cursched.errors import SchedulingError
+from cursched.errors import ShapeMismatchError
 from cursched.ir.config import ConfigField
+from cursched.ir.externs import same_extern
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import (
     Alloc,
@@ -61,7 +62,7 @@ from cursched.ir.traversal import free_syms_expr, map_expr_children, subst_expr
 from cursched.ir.types import INDEX, ControlType, DataType, TensorType
 
 
-class UnifyError(SchedulingError):
+class UnifyError(ShapeMismatchError):
     """The block and the callee's body do not match (the message says where and why)."""
 
 
@@ -313,7 +314,11 @@ class Unifier:
                     raise no()
                 self.data_expr(p.arg, c.arg, path, where)
             case Extern():
-                ok = isinstance(c, Extern) and c.name == p.name and len(c.args) == len(p.args)
+                ok = (
+                    isinstance(c, Extern)
+                    and same_extern(c.name, p.name)
+                    and len(c.args) == len(p.args)
+                )
                 if not ok or c.type != p.type:
                     raise no()
                 assert isinstance(c, Extern)

@@ -12,7 +12,7 @@ element by element (``cursched.analysis.checks_exprs``, through windows and call
 
 from __future__ import annotations
 
-import keyword
+from typing import Annotated
 
 from cursched.analysis.checks_exprs import ValueChangedError, check_unchanged
 from cursched.analysis.context import context_of
@@ -26,7 +26,12 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list, walk
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadNameError,
+    DependenceError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
     Alloc,
@@ -42,6 +47,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path, get_at
 from cursched.ir.symbols import Sym
 from cursched.ir.types import DataType, TensorType
+from cursched.primitives.arguments import NewName
 from cursched.primitives.exprs.expr_common import (
     check_disjoint,
     decl_type,
@@ -53,53 +59,53 @@ from cursched.primitives.exprs.expr_common import (
     same_expr,
     stmt_path_of,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
 
 
-class NotBindableError(SchedulingError):
+class NotBindableError(ShapeMismatchError):
     """bind_expr, precondition 2: an expression is not a data value computed by an
     assignment or reduction (a control value, a window, a call argument)."""
 
 
-class ExprsDifferError(SchedulingError):
+class ExprsDifferError(ShapeMismatchError):
     """bind_expr, precondition 5: the expressions are not all the same."""
 
 
-class BadBindNameError(SchedulingError):
+class BadBindNameError(BadNameError):
     """bind_expr, precondition 6: the new name is not a valid identifier."""
 
 
-class ExprsNotAfterFirstError(SchedulingError):
+class ExprsNotAfterFirstError(ShapeMismatchError):
     """bind_expr, precondition 3: an expression is neither in the statement of the first one
     nor in a statement after it in the same block."""
 
 
-class PrecisionMismatchError(SchedulingError):
+class PrecisionMismatchError(TypeMismatchError):
     """bind_expr / inline_assign: statements of different precisions would share a value."""
 
 
-class ReadsChangedError(SchedulingError):
+class ReadsChangedError(DependenceError):
     """bind_expr / inline_assign: a buffer the expression reads is written between the point
     where it is computed and a use."""
 
 
-class NotAnAssignError(SchedulingError):
+class NotAnAssignError(ShapeMismatchError):
     """inline_assign, precondition 1: the statement is not an assignment ``x = e``."""
 
 
-class NotALocalBufferError(SchedulingError):
+class NotALocalBufferError(ShapeMismatchError):
     """inline_assign, precondition 2: the assignment does not write a buffer allocated in the
     proc (a parameter's final value is seen by the caller)."""
 
 
-class WrittenElsewhereError(SchedulingError):
+class WrittenElsewhereError(DependenceError):
     """inline_assign, precondition 3: the scalar is written by another statement too."""
 
 
-class ReadElsewhereError(SchedulingError):
+class ReadElsewhereError(DependenceError):
     """inline_assign, precondition 4: the scalar is read somewhere other than after the
     assignment in its block, or as a call argument."""
 
@@ -160,7 +166,11 @@ class BindExprCursors(PrimCursors):
 
 
 @primitive
-def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[BindExprCursors]:
+def bind_expr(
+    proc: Proc,
+    exprs: tuple[ExprCursor, ...],
+    name: Annotated[str, NewName(BadBindNameError, at="exprs", scope="rest")],
+) -> Rewrite[BindExprCursors]:
     """Compute a data expression once into a new scalar and read that instead.
 
     The scalar is allocated (``DRAM``) and assigned right before the statement holding the
@@ -240,11 +250,10 @@ def bind_expr(proc: Proc, exprs: tuple[ExprCursor, ...], name: str) -> Rewrite[B
         if not same_expr(e0, exprs[k].node(), ctx):
             msg = f"{exprs[k].describe()} differs from {exprs[first].describe()}"
             raise fail(ExprsDifferError, prim, msg, exprs[k])
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise fail(BadBindNameError, prim, f"{name!r} is not a valid name", exprs[first])
     _check_unchanged(prim, ir, block, last, e0, exprs[first], "the expression")
     assert isinstance(precision, DataType), "a write's destination is data"
     sym = Sym(name)
+    checks_passed()
     ed = Editor(ir)
     new = ed.insert(
         (block.parent, attr, lo), (Alloc(sym, precision, DRAM), Assign(sym, (), fresh(e0)))
@@ -357,6 +366,7 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
     after = BlockLoc(tuple(parent), attr, k + 1, k + 2)
     if reads:
         _check_unchanged(prim, ir, after, last, node.rhs, assign, "the assigned value")
+    checks_passed()
     ed = Editor(ir)
     hint = "inlined by inline_assign; use .reads"
     if len(stmt_list(ir, block.parent, block.attr)) == 1:

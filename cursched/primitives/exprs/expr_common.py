@@ -25,7 +25,7 @@ from cursched.analysis.context import PathContext
 from cursched.analysis.effects import block_effects
 from cursched.cursors import ExprCursor
 from cursched.cursors.tree import walk
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError
 from cursched.ir.config import ConfigField
 from cursched.ir.nodes import (
     STMT_TYPES,
@@ -51,12 +51,12 @@ from cursched.ir.types import DataType, TensorType, Type
 from cursched.primitives.registry import fail
 
 
-class NotInBodyError(SchedulingError):
+class NotInBodyError(BadArgumentError):
     """An expression primitive was given an expression outside the proc's body (an assert or
     a parameter's shape, which the analysis takes as given)."""
 
 
-class OverlappingExprsError(SchedulingError):
+class OverlappingExprsError(BadArgumentError):
     """commute_expr / bind_expr: one expression is inside another (or given twice)."""
 
 

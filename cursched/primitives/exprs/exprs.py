@@ -9,7 +9,6 @@ re-targeted by position: in Exo 1.0 a cursor to ``a`` in ``a + b`` points at ``b
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from cursched.analysis import affine as af
@@ -18,13 +17,14 @@ from cursched.analysis.checks import SafetyError, check_expr_equal
 from cursched.analysis.context import context_of
 from cursched.cursors import Editor, ExprCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
-from cursched.ir.nodes import CMP_OPS, BinOp, Const, Expr, Node, ProcDef, Read, USub
+from cursched.errors import BadArgumentError, NotProvenError, ShapeMismatchError
+from cursched.ir.nodes import CMP_OPS, BinOp, Expr
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr
-from cursched.ir.types import BOOL, INDEX, INT, ControlType, DataType
+from cursched.ir.types import BOOL
+from cursched.primitives.arguments import control_expr, control_names
 from cursched.primitives.exprs.expr_common import (
     ASSOCIATIVE,
     NotInBodyError,
@@ -36,29 +36,29 @@ from cursched.primitives.exprs.expr_common import (
     same_expr,
     stmt_path_of,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
 
 
-class BadNewExpressionError(SchedulingError):
+class BadNewExpressionError(BadArgumentError):
     """rewrite_expr, precondition 2: the new expression is not a valid expression here."""
 
 
-class ExprNotEqualError(SchedulingError):
+class ExprNotEqualError(NotProvenError):
     """rewrite_expr, precondition 3: the new expression is not provably equal to the old."""
 
 
-class NotCommutativeError(SchedulingError):
+class NotCommutativeError(ShapeMismatchError):
     """commute_expr, precondition 2: an expression is not a ``+`` or ``*``."""
 
 
-class NotAssociativeError(SchedulingError):
+class NotAssociativeError(ShapeMismatchError):
     """left_reassociate_expr, precondition 2: the expression is not a ``+`` or ``*``."""
 
 
-class RhsNotSameOpError(SchedulingError):
+class RhsNotSameOpError(ShapeMismatchError):
     """left_reassociate_expr, precondition 3: the right operand is not the same operation."""
 
 
@@ -74,74 +74,6 @@ class ExprCursors(PrimCursors):
     """
 
     expr: ExprCursor
-
-
-_ARITH = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Div: "/", ast.Mod: "%"}
-_CMP = {ast.Lt: "<", ast.Gt: ">", ast.LtE: "<=", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-
-
-def _controls(ir: ProcDef, path: Path) -> dict[str, Read]:
-    """The control names visible at ``path``: control parameters and enclosing loops."""
-    out = {a.sym.name: Read(a.sym, (), a.type) for a in ir.args if isinstance(a.type, ControlType)}
-    for loop in context_of(ir, path).loops:
-        out[loop.iter.name] = Read(loop.iter, (), INDEX)
-    return out
-
-
-def _parse_control(node: ast.expr, names: dict[str, Read]) -> Expr | None:
-    """A control expression (integer or bool) from Python syntax, as written (no folding)."""
-    match node:
-        case ast.Constant(value=bool() as v):
-            return Const(v, BOOL)
-        case ast.Constant(value=int() as v):
-            return Const(v, INT)
-        case ast.Name(id=n) if n in names:
-            return names[n]
-        case ast.UnaryOp(op=ast.USub(), operand=arg):
-            x = _parse_control(arg, names)
-            return None if x is None else USub(x, x.type)
-        case ast.BinOp(left=lhs, op=op, right=rhs) if type(op) in _ARITH:
-            a, b = _parse_control(lhs, names), _parse_control(rhs, names)
-            if a is None or b is None:
-                return None
-            # the frontend's rule (typecheck.arith_type): int only when both sides are int
-            t = INT if a.type == INT and b.type == INT else INDEX
-            return BinOp(_ARITH[type(op)], a, b, t)  # type: ignore[arg-type]
-        case ast.Compare(left=lhs, ops=[op], comparators=[rhs]) if type(op) in _CMP:
-            a, b = _parse_control(lhs, names), _parse_control(rhs, names)
-            if a is None or b is None:
-                return None
-            return BinOp(_CMP[type(op)], a, b, BOOL)  # type: ignore[arg-type]
-        case ast.BoolOp(op=bop, values=values):
-            parts = [_parse_control(v, names) for v in values]
-            if any(p is None for p in parts):
-                return None
-            out = parts[0]
-            for p in parts[1:]:
-                name = "and" if isinstance(bop, ast.And) else "or"
-                out = BinOp(name, out, p, BOOL)  # type: ignore[arg-type]
-            return out
-        case _:
-            return None
-
-
-def _new_expr(ir: ProcDef, stmt: Path, old: Expr, new: Any) -> Expr | None:
-    """``new`` (text, int, IR node or expression cursor) as an IR expression, or None."""
-    if isinstance(new, ExprCursor):
-        new = new.node()
-    if isinstance(new, bool | int) and not isinstance(old.type, DataType):
-        new = str(new)
-    if isinstance(new, str):
-        if isinstance(old.type, DataType):
-            return None  # data expressions come as IR nodes or cursors
-        try:
-            tree = ast.parse(new.strip(), mode="eval").body
-        except SyntaxError:
-            return None
-        return _parse_control(tree, _controls(ir, stmt))
-    if isinstance(new, Node) and hasattr(new, "type"):
-        return new  # type: ignore[return-value]
-    return None
 
 
 def _well_formed(e: Expr, visible: set[Sym]) -> bool:
@@ -202,10 +134,10 @@ def rewrite_expr(proc: Proc, expr: ExprCursor, new: Any) -> Rewrite[ExprCursors]
     path = in_body(prim, expr)
     stmt = stmt_path_of(ir, path)
     old: Expr = expr.node()
-    e = _new_expr(ir, stmt, old, new)
+    e = control_expr(ir, stmt, old, new)
     ok = e is not None and is_data(e) == is_data(old)
     if ok and e is not None and not is_data(e):
-        visible = {r.sym for r in _controls(ir, stmt).values()}
+        visible = {r.sym for r in control_names(ir, stmt).values()}
         ok = (e.type == BOOL) == (old.type == BOOL) and _well_formed(e, visible)
     if not ok or e is None:
         msg = f"{new!r} is not a {'data' if is_data(old) else 'control'} expression valid here"
@@ -227,6 +159,7 @@ def rewrite_expr(proc: Proc, expr: ExprCursor, new: Any) -> Rewrite[ExprCursors]
             raised = fail(ExprNotEqualError, prim, msg, expr)
             raised.counterexample = err.counterexample  # type: ignore[attr-defined]
             raise raised from err
+    checks_passed()
     ed = Editor(ir)
     loc = ed.replace_node(NodeLoc(path), fresh(e), hint="rewritten by rewrite_expr; use .expr")
     return ed.done(ExprCursors, expr=loc)
@@ -285,6 +218,7 @@ def commute_expr(proc: Proc, exprs: tuple[ExprCursor, ...]) -> Rewrite[CommuteEx
         if not (isinstance(node, BinOp) and node.op in ASSOCIATIVE):
             raise fail(NotCommutativeError, prim, f"{e.describe()} is not a + or a *", e)
     check_disjoint(prim, exprs, paths)
+    checks_passed()
     ed = Editor(proc.ir())
     out: list[NodeLoc] = []
     for e, path in zip(exprs, paths, strict=True):
@@ -339,6 +273,7 @@ def left_reassociate_expr(proc: Proc, expr: ExprCursor) -> Rewrite[ExprCursors]:
         raise fail(RhsNotSameOpError, prim, msg, expr)
     inner = BinOp(node.op, fresh(node.lhs), fresh(rhs.lhs), node.type)
     new = BinOp(node.op, inner, fresh(rhs.rhs), node.type)
+    checks_passed()
     ed = Editor(proc.ir())
     loc = ed.replace_node(
         NodeLoc(path), new, hint="reassociated by left_reassociate_expr; use .expr"

@@ -18,7 +18,7 @@ from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, BlockLoc, Cursor, Editor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import walk
-from cursched.errors import SchedulingError
+from cursched.errors import DependenceError, NotProvenError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import Assign, BinOp, Const, Expr, For, ProcDef, Read, Reduce, Stmt
 from cursched.ir.paths import Path
 from cursched.ir.printer import print_expr
@@ -32,54 +32,54 @@ from cursched.primitives.exprs.expr_common import (
     index_equal,
     same_expr,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------------- errors
 
 
-class NotTwoWritesError(SchedulingError):
+class NotTwoWritesError(ShapeMismatchError):
     """merge_writes, precondition 1: the block is not two assignments or reductions."""
 
 
-class DifferentTargetsError(SchedulingError):
+class DifferentTargetsError(NotProvenError):
     """merge_writes, precondition 2: the two statements may write different elements."""
 
 
-class SecondReadsTargetError(SchedulingError):
+class SecondReadsTargetError(DependenceError):
     """merge_writes, precondition 3: the second right-hand side reads the written buffer."""
 
 
-class NotAWriteError(SchedulingError):
+class NotAWriteError(ShapeMismatchError):
     """split_write, precondition 1: the statement is not an assignment or a reduction."""
 
 
-class RhsNotAdditionError(SchedulingError):
+class RhsNotAdditionError(ShapeMismatchError):
     """split_write, precondition 2: the right-hand side is not an addition."""
 
 
-class SplitReadsTargetError(SchedulingError):
+class SplitReadsTargetError(DependenceError):
     """split_write, precondition 3: the second operand reads the written buffer."""
 
 
-class FoldNotAssignError(SchedulingError):
+class FoldNotAssignError(ShapeMismatchError):
     """fold_into_reduce, precondition 1: the statement is not an assignment."""
 
 
-class NotAnAccumulationError(SchedulingError):
+class NotAnAccumulationError(ShapeMismatchError):
     """fold_into_reduce, precondition 2: the assignment is not ``a = a + e`` (same element)."""
 
 
-class NotZeroThenLoopError(SchedulingError):
+class NotZeroThenLoopError(ShapeMismatchError):
     """lift_reduce_constant, precondition 1: the block is not ``x = 0`` then a loop."""
 
 
-class NotScaledReductionError(SchedulingError):
+class NotScaledReductionError(ShapeMismatchError):
     """lift_reduce_constant, precondition 2: the loop body is not reductions ``x += c * e``
     into the zeroed element with one factor ``c``."""
 
 
-class FactorNotInvariantError(SchedulingError):
+class FactorNotInvariantError(NotProvenError):
     """lift_reduce_constant, precondition 3: the factor may change inside the loop."""
 
 
@@ -196,6 +196,7 @@ def merge_writes(proc: Proc, block: BlockCursor) -> Rewrite[WriteCursors]:
         block,
     )
     loc = block.block()
+    checks_passed()
     ed = Editor(ir)
     if isinstance(s2, Assign):
         first = loc.stmt_paths()[0]
@@ -268,6 +269,7 @@ def split_write(proc: Proc, stmt: StmtCursor) -> Rewrite[SplitWriteCursors]:
         stmt,
     )
     two = Reduce(s.sym, tuple(fresh(i) for i in s.idx), c)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         stmt.as_block().block(), (one, two), hint="split by split_write; use .first and .second"
@@ -323,6 +325,7 @@ def fold_into_reduce(proc: Proc, assign: StmtCursor) -> Rewrite[WriteCursors]:
     if not ok or not isinstance(rhs, BinOp):
         msg = f"{print_expr(rhs)} is not `{s.sym.name} + e` reading the written element"
         raise fail(NotAnAccumulationError, prim, msg, assign)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         assign.as_block().block(),
@@ -417,6 +420,7 @@ def lift_reduce_constant(proc: Proc, block: BlockCursor) -> Rewrite[WriteCursors
     here = Read(zero.sym, tuple(fresh(i) for i in zero.idx), elem)
     scale = Assign(zero.sym, tuple(fresh(i) for i in zero.idx), BinOp("*", fresh(factor), here, t))
     same = [(a, b) for a, b in zip(loop.body, body, strict=True) if a is not b]
+    checks_passed()
     ed = Editor(ir)
     loc = block.block()
     out = ed.replace(

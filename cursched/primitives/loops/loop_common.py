@@ -7,43 +7,38 @@
   bound inside is a fresh one, for the second copy of a body (tails, cut and fissioned
   loops): identity-based forwarding then follows the original, never the copy;
 - ``same_pairs``: old/new statement pairs of a structure-preserving rewrite, for ``same=``;
-- ``index_expr``: a user's index argument (an int, an IR expression or a string such as
-  ``"n / 2"``) as an IR expression over the control names visible at a place;
+- ``index_expr`` (from ``cursched.primitives.arguments``, re-exported): a user's index
+  argument (an int, an IR expression or a string such as ``"n / 2"``) as an IR expression
+  over the control names visible at a place;
 - ``safety``: turn an analysis ``SafetyError`` into the primitive's own error class, keeping
   the counterexample.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import SafetyError
-from cursched.analysis.context import context_of
-from cursched.cursors import Cursor, ExprCursor
+from cursched.cursors import Cursor
 from cursched.cursors.tree import _CHILDREN
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     Alloc,
     Assign,
-    BinOp,
     Const,
     Expr,
     For,
     Node,
-    ProcDef,
     Read,
     Reduce,
     Stmt,
     StrideExpr,
-    USub,
     WindowExpr,
     WindowStmt,
 )
-from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import (
     defined_syms,
@@ -54,17 +49,16 @@ from cursched.ir.traversal import (
     subst_expr,
     walk_stmts,
 )
-from cursched.ir.types import INDEX, INT, ControlType, TensorType
+from cursched.ir.types import INT, ControlType, TensorType
+
+# re-exported: the loop, buffer and scope primitives import them from here
+from cursched.primitives.arguments import BadIndexExpressionError as BadIndexExpressionError
+from cursched.primitives.arguments import index_expr as index_expr
 from cursched.primitives.registry import fail
 
 N = TypeVar("N", bound=Node)
 
 Ranges = Mapping[Sym, af.Bound]
-
-
-class BadIndexExpressionError(SchedulingError):
-    """An index argument (a cut point, a new lower bound) is not an affine expression over the
-    sizes and loop variables visible where it is used."""
 
 
 # ------------------------------------------------------------------------- substitution
@@ -284,99 +278,6 @@ def expr_of(a: af.Aff) -> Expr:
 
 def int_const(v: int) -> Expr:
     return Const(v, INT)
-
-
-# ----------------------------------------------------------------------- user indices
-
-_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/", ast.Div: "/", ast.Mod: "%"}
-
-
-def _visible_controls(ir: ProcDef, path: Path) -> dict[str, Read]:
-    out: dict[str, Read] = {}
-    for a in ir.args:
-        if isinstance(a.type, ControlType) and a.type.is_integer():
-            out[a.sym.name] = Read(a.sym, (), a.type)
-    for loop in context_of(ir, path).loops:
-        out[loop.iter.name] = Read(loop.iter, (), INDEX)
-    return out
-
-
-def index_expr(
-    ir: ProcDef, path: Path, value: Any, primitive: str, where: Cursor, what: str
-) -> Expr:
-    """``value`` as a simplified IR expression, valid at ``path``.
-
-    Args:
-        ir: the proc.
-        path: the statement the expression will be used next to (its enclosing loops and the
-            proc's integer parameters are the names it may use).
-        value: an int, an integer control expression (an IR node or an expression cursor
-            of this version), or its text such as ``"n - 4"``.
-        primitive: the primitive asking (named in the error).
-        where: the cursor to mark in the error.
-        what: what the value is, for the error (``"cut point"``).
-
-    Raises:
-        BadIndexExpressionError: ``value`` is not quasi-affine, or names something that is
-            not a size or an enclosing loop variable.
-    """
-    names = _visible_controls(ir, path)
-    if isinstance(value, ExprCursor):
-        # only a cursor of this very version: history() records the argument as given, and
-        # an older version's path would name another expression when replayed
-        if value.proc() is not where.proc():
-            raise fail(
-                BadIndexExpressionError,
-                primitive,
-                f"{what}: an expression cursor of another version; pass its text instead",
-                where,
-            )
-        value = value.node()
-    e: Expr | None
-    if isinstance(value, bool):
-        e = None
-    elif isinstance(value, int):
-        e = int_const(value)
-    elif isinstance(value, str):
-        try:
-            tree = ast.parse(value.strip(), mode="eval").body
-        except SyntaxError:
-            tree = None
-        e = None if tree is None else _from_ast(tree, names)
-    elif isinstance(value, Node) and _is_int(value):  # type: ignore[arg-type]
-        e = value  # type: ignore[assignment]
-        if e is not None and not free_syms_expr(e) <= {r.sym for r in names.values()}:
-            e = None
-    else:
-        e = None
-    a = None if e is None else af.to_aff(e)
-    if a is None:
-        raise fail(
-            BadIndexExpressionError,
-            primitive,
-            f"{what} {value!r} is not an affine expression of the sizes and loop variables "
-            f"visible here ({', '.join(sorted(names)) or 'none'})",
-            where,
-        )
-    return expr_of(a)
-
-
-def _from_ast(node: ast.expr, names: Mapping[str, Read]) -> Expr | None:
-    match node:
-        case ast.Constant(value=int() as v) if not isinstance(v, bool):
-            return int_const(v)
-        case ast.Name(id=name) if name in names:
-            return names[name]
-        case ast.UnaryOp(op=ast.USub(), operand=arg):
-            inner = _from_ast(arg, names)
-            return None if inner is None else USub(inner, INDEX)
-        case ast.BinOp(left=lhs, op=op, right=rhs) if type(op) in _OPS:
-            a, b = _from_ast(lhs, names), _from_ast(rhs, names)
-            if a is None or b is None:
-                return None
-            return BinOp(_OPS[type(op)], a, b, INDEX)  # type: ignore[arg-type]
-        case _:
-            return None
 
 
 # ------------------------------------------------------------------------------- safety

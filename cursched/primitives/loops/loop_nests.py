@@ -29,26 +29,26 @@ from cursched.cursors import (
     StmtCursor,
 )
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import DependenceError, NotProvenError, ShapeMismatchError
 from cursched.ir.nodes import For, If, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr
 from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ---------------------------------------------------------------------------- reorder_loops
 
 
-class ReorderNotNestedError(SchedulingError):
+class ReorderNotNestedError(ShapeMismatchError):
     """reorder_loops, precondition 1: the loop's body is not exactly one loop."""
 
 
-class ReorderBoundsError(SchedulingError):
+class ReorderBoundsError(ShapeMismatchError):
     """reorder_loops, precondition 2: the inner loop's bounds use the outer variable."""
 
 
-class ReorderDependenceError(SchedulingError):
+class ReorderDependenceError(DependenceError):
     """reorder_loops, precondition 3: swapping the loops reverses a dependence."""
 
 
@@ -112,6 +112,7 @@ def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
     except ReorderLoopsError as e:
         raise safety(ReorderDependenceError, name, e, loop) from e
     swapped = inner.replace(body=(outer.replace(body=inner.body),))
+    checks_passed()
     ed = Editor(proc.ir())
     out = ed.replace(loop.as_block().block(), (swapped,))
     path = out.stmt_paths()[0]
@@ -121,17 +122,17 @@ def reorder_loops(proc: Proc, loop: ForCursor) -> Rewrite[ReorderLoopsCursors]:
 # ---------------------------------------------------------------------------------- fission
 
 
-class FissionNotInLoopError(SchedulingError):
+class FissionNotInLoopError(ShapeMismatchError):
     """fission, precondition 1: one of the ``n_lifts`` levels around the gap is neither a
     loop nor an ``if`` without ``else``."""
 
 
-class FissionAtEdgeError(SchedulingError):
+class FissionAtEdgeError(ShapeMismatchError):
     """fission, precondition 2: the gap is at the start or end of the innermost body, so
     one of the two loops would be empty."""
 
 
-class FissionDependenceError(SchedulingError):
+class FissionDependenceError(DependenceError):
     """fission, precondition 3: running every statement before the gap first changes the
     result (or the second part uses a name the first part defines)."""
 
@@ -250,6 +251,7 @@ def fission(proc: Proc, gap: GapCursor, n_lifts: int = 1) -> Rewrite[FissionCurs
     fresh = {lv[1].iter: lv[1].iter.copy() for lv in levels if isinstance(lv[1], For)}
     renamed = rename_stmt(second, fresh)
     top_path = levels[-1][0]
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         BlockLoc(top_path[:-1], top_path[-1][0], top_path[-1][1], top_path[-1][1] + 1),
@@ -279,23 +281,23 @@ def _second_pairs(levels: list[Level], renamed: Stmt) -> list[tuple[Stmt, Stmt]]
 # -------------------------------------------------------------------------------------- fuse
 
 
-class FuseKindError(SchedulingError):
+class FuseKindError(ShapeMismatchError):
     """fuse, precondition 1: the statements are not two loops or two ifs."""
 
 
-class FuseNotAdjacentError(SchedulingError):
+class FuseNotAdjacentError(ShapeMismatchError):
     """fuse, precondition 2: the second statement does not directly follow the first."""
 
 
-class FuseBoundsError(SchedulingError):
+class FuseBoundsError(NotProvenError):
     """fuse, precondition 3 (loops): the bounds are not provably equal."""
 
 
-class FuseConditionError(SchedulingError):
+class FuseConditionError(NotProvenError):
     """fuse, precondition 3 (ifs): the conditions are not provably equivalent."""
 
 
-class FuseDependenceError(SchedulingError):
+class FuseDependenceError(DependenceError):
     """fuse, precondition 4: an iteration of the second loop depends on a later iteration
     of the first one (or, for two ``par`` loops, the fused loop is not race-free)."""
 

@@ -5,7 +5,7 @@ Each is a rewrite registered with ``@primitive`` (``cursched.primitives.registry
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import (
@@ -19,26 +19,31 @@ from cursched.analysis.checks import (
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockLoc, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    NotProvenError,
+    OutOfBoundsError,
+    RaceError,
+    ShapeMismatchError,
+)
 from cursched.ir.alpha import alpha_equal
-from cursched.ir.nodes import For, ProcDef
+from cursched.ir.nodes import Expr, For, ProcDef
+from cursched.primitives.arguments import Index
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,
-    index_expr,
     rename_stmt,
     safety,
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # --------------------------------------------------------------------------------- cut_loop
 
 
-class CutOutOfRangeError(SchedulingError):
+class CutOutOfRangeError(OutOfBoundsError):
     """cut_loop, precondition 2: the cut point is not provably within ``[lo, hi]``."""
 
 
@@ -56,7 +61,9 @@ class CutLoopCursors(PrimCursors):
 
 
 @primitive
-def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
+def cut_loop(
+    proc: Proc, loop: ForCursor, at: Annotated[Any, Index(at="loop", what="cut point")]
+) -> Rewrite[CutLoopCursors]:
     """Cut a loop into two consecutive loops at an iteration.
 
     Args:
@@ -89,7 +96,7 @@ def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
     """
     name = "cut_loop"
     ir, path, L = proc.ir(), loop.path(), loop.loop()
-    cut = index_expr(ir, path, at, name, loop, "cut point")
+    cut: Expr = at  # resolved by the registry (arguments.Index)
     for lo, hi in ((L.lo, cut), (cut, L.hi)):
         try:
             check_le(ir, path, lo, hi, primitive=name)
@@ -99,6 +106,7 @@ def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
     it2 = L.iter.copy()
     body2 = fresh_copy(L.body, {L.iter: it2})
     second = For(it2, cut, L.hi, body2, L.mode)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (first, second), same=[(L, first)])
     p1, p2 = out.stmt_paths()
@@ -108,7 +116,7 @@ def cut_loop(proc: Proc, loop: ForCursor, at: Any) -> Rewrite[CutLoopCursors]:
 # ------------------------------------------------------------------------------- shift_loop
 
 
-class ShiftNegativeError(SchedulingError):
+class ShiftNegativeError(NotProvenError):
     """shift_loop, precondition 2: the new lower bound is not provably non-negative."""
 
 
@@ -124,7 +132,9 @@ class ShiftLoopCursors(PrimCursors):
 
 
 @primitive
-def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCursors]:
+def shift_loop(
+    proc: Proc, loop: ForCursor, new_lo: Annotated[Any, Index(at="loop", what="new lower bound")]
+) -> Rewrite[ShiftLoopCursors]:
     """Shift a loop's iteration range to start at ``new_lo``, compensating in the body.
 
     Args:
@@ -153,7 +163,7 @@ def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCur
     """
     name = "shift_loop"
     ir, path, L = proc.ir(), loop.path(), loop.loop()
-    new = index_expr(ir, path, new_lo, name, loop, "new lower bound")
+    new: Expr = new_lo  # resolved by the registry (arguments.Index)
     try:
         check_le(ir, path, 0, new, primitive=name)
     except NotBoundedError as e:
@@ -165,6 +175,7 @@ def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCur
     # the loop keeps its variable: reads of i become i + (lo - new_lo), simplified
     body = tuple(subst_simplify(s, env, ranges) for s in L.body)
     moved = L.replace(lo=new, hi=expr_of(af.simplify_aff(nlo + hi - lo, ranges)), body=body)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (moved,), same=same_pairs(L.body, body))
     return ed.done(ShiftLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))
@@ -173,20 +184,20 @@ def shift_loop(proc: Proc, loop: ForCursor, new_lo: Any) -> Rewrite[ShiftLoopCur
 # ------------------------------------------------------------------------------- join_loops
 
 
-class JoinNotAdjacentError(SchedulingError):
+class JoinNotAdjacentError(ShapeMismatchError):
     """join_loops, precondition 1: the second loop does not directly follow the first."""
 
 
-class JoinBodiesDifferError(SchedulingError):
+class JoinBodiesDifferError(ShapeMismatchError):
     """join_loops, precondition 2: the bodies differ (up to the loop variables)."""
 
 
-class JoinNotContiguousError(SchedulingError):
+class JoinNotContiguousError(NotProvenError):
     """join_loops, precondition 3: the first loop's ``hi`` is not provably the second's
     ``lo``, or the ranges are not provably ``lo1 <= hi1 <= hi2``."""
 
 
-class JoinParallelError(SchedulingError):
+class JoinParallelError(RaceError):
     """join_loops, precondition 4: two ``par`` loops would join into a racy ``par`` loop."""
 
 

@@ -8,6 +8,7 @@ semantics follow Exo 1.0's primitives of the same names.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Annotated
 
 from cursched.analysis import affine as af
 from cursched.analysis.affine_tidy import tidy_expr
@@ -21,7 +22,7 @@ from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import BadNameError, RaceError, ShapeMismatchError
 from cursched.ir.nodes import (
     Expr,
     For,
@@ -33,6 +34,7 @@ from cursched.ir.nodes import (
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, map_stmt_children
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
@@ -41,8 +43,8 @@ from cursched.primitives.loops.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.loops.loop_wrap import fresh, valid_name
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.loops.loop_wrap import fresh
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------- helpers
@@ -78,7 +80,7 @@ def _exact_divs(ir: ProcDef, path: Path, a: af.Aff) -> af.Aff:
 # ------------------------------------------------------------------------------ unroll_loop
 
 
-class UnrollNotConstantError(SchedulingError):
+class UnrollNotConstantError(ShapeMismatchError):
     """unroll_loop, precondition 1: the loop's bounds are not constants."""
 
 
@@ -133,6 +135,7 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
     block = loop.as_block().block()
     if not new and len(stmt_list(ir, block.parent, block.attr)) == 1:
         new = [Pass()]
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(block, new, hint="unrolled; use .copies[k]")
     n = len(L.body)
@@ -146,16 +149,16 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
 # ------------------------------------------------------------------------------- mult_loops
 
 
-class MultNotNestedError(SchedulingError):
+class MultNotNestedError(ShapeMismatchError):
     """mult_loops, precondition 1: the loop's body is not exactly one loop."""
 
 
-class MultBoundsError(SchedulingError):
+class MultBoundsError(ShapeMismatchError):
     """mult_loops, precondition 2: a loop does not start at 0, or the inner loop's upper
     bound is not a positive constant."""
 
 
-class MultNameError(SchedulingError):
+class MultNameError(BadNameError):
     """mult_loops, precondition 3: the new name is not an identifier."""
 
 
@@ -171,7 +174,9 @@ class MultLoopsCursors(PrimCursors):
 
 
 @primitive
-def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCursors]:
+def mult_loops(
+    proc: Proc, nested: ForCursor, name: Annotated[str, NewName(MultNameError, at="nested")]
+) -> Rewrite[MultLoopsCursors]:
     """Merge a loop and the one loop in its body into one loop (the inverse of ``split``).
 
     Args:
@@ -216,8 +221,6 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
     if not c.is_const() or c.const < 1:
         msg = f"the inner loop's upper bound must be a positive constant, got {inner.hi}"
         raise fail(MultBoundsError, prim, msg, nested)
-    if not valid_name(name):
-        raise fail(MultNameError, prim, f"{name!r} is not a valid name", nested)
     k = Sym(name)
     hi = _exact_divs(ir, path, af.simplify_aff(aff(outer.hi).scale(c.const), ranges))
     top = af.aff_range(hi, ranges)[1]
@@ -230,6 +233,7 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
     body = tuple(_tidy_uses(subst_simplify(s, env, ranges), k, ranges) for s in inner.body)
     mode: LoopMode = "par" if outer.mode == inner.mode == "par" else "seq"
     merged = For(k, int_const(0), expr_of(hi), body, mode)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         nested.as_block().block(),
@@ -243,7 +247,7 @@ def mult_loops(proc: Proc, nested: ForCursor, name: str) -> Rewrite[MultLoopsCur
 # ------------------------------------------------------------------------- parallelize_loop
 
 
-class ParallelizeRaceError(SchedulingError):
+class ParallelizeRaceError(RaceError):
     """parallelize_loop, precondition 1: two iterations may touch one element (a race)."""
 
 
@@ -291,6 +295,7 @@ def parallelize_loop(proc: Proc, loop: ForCursor) -> Rewrite[ParallelizeLoopCurs
         check_parallel(ir, path, primitive=name)
     except ParallelError as e:
         raise safety(ParallelizeRaceError, name, e, loop) from e
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (L.replace(mode="par"),))
     return ed.done(ParallelizeLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))

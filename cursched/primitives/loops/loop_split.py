@@ -5,7 +5,7 @@ Each is a rewrite registered with ``@primitive`` (``cursched.primitives.registry
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import (
@@ -19,10 +19,11 @@ from cursched.cursors import BlockLoc, Editor, ForCursor, NodeLoc, NoLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import BlockCursor, IfCursor
-from cursched.errors import SchedulingError
-from cursched.ir.nodes import BinOp, For, If, Stmt
+from cursched.errors import BadArgumentError, BadNameError, NotProvenError
+from cursched.ir.nodes import BinOp, For, If, ProcDef, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
@@ -32,31 +33,31 @@ from cursched.primitives.loops.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 Tail = Literal["guard", "cut", "cut_and_guard", "perfect"]
 TAILS = ("guard", "cut", "cut_and_guard", "perfect")
 
 
-class SplitFactorError(SchedulingError):
+class SplitFactorError(BadArgumentError):
     """split, precondition 1: the factor is not an integer greater than 1."""
 
 
-class SplitNamesError(SchedulingError):
+class SplitNamesError(BadNameError):
     """split, precondition 2: the new names are not two different identifiers."""
 
 
-class SplitTailError(SchedulingError):
+class SplitTailError(BadArgumentError):
     """split, precondition 3: ``tail`` is not one of guard, cut, cut_and_guard, perfect."""
 
 
-class SplitNotPerfectError(SchedulingError):
+class SplitNotPerfectError(NotProvenError):
     """split, precondition 4: ``tail="perfect"`` but the factor does not provably divide the
     loop's trip count."""
 
 
-class SplitTripCountError(SchedulingError):
+class SplitTripCountError(NotProvenError):
     """split, precondition 5: a ``cut`` tail needs ``lo <= hi`` proven (with a negative trip
     count, ``(hi - lo) % factor`` would run the tail on iterations the loop never had)."""
 
@@ -86,7 +87,7 @@ def split(
     proc: Proc,
     loop: ForCursor,
     factor: int,
-    names: tuple[str, str] | None = None,
+    names: Annotated[tuple[str, str] | None, NewName(SplitNamesError, at="loop", count=2)] = None,
     tail: Tail = "guard",
     perfect: bool = False,
 ) -> Rewrite[SplitCursors]:
@@ -136,43 +137,110 @@ def split(
                                              for ii in seq(0, n % 4):
                                                  x[ii + 4 * (n / 4)] = 0.0
     """
-    name = "split"
-    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
-        raise fail(SplitFactorError, name, f"factor must be an integer > 1, got {factor!r}", loop)
     L = loop.loop()
-    pair = names if names is not None else (f"{L.iter.name}o", f"{L.iter.name}i")
-    ok = isinstance(pair, tuple | list) and len(pair) == 2
-    oname, iname = pair if ok else ("", "")
-    if not (
-        isinstance(oname, str)
-        and isinstance(iname, str)
-        and oname.isidentifier()
-        and iname.isidentifier()
-        and oname != iname
-    ):
-        msg = f"names must be two different identifiers, got {names!r}"
-        raise fail(SplitNamesError, name, msg, loop)
-    if perfect:
-        tail = "perfect"
+    _check_factor(factor, loop)
+    oname, iname = _check_names(proc, loop, names)
+    tail = _check_tail("perfect" if perfect else tail, loop)
+    exact = _check_trip_count(proc.ir(), loop, factor, tail)
+    checks_passed()
+    new, body, guarded = _rewrite(proc.ir(), loop, factor, (oname, iname), tail, exact)
+    ed = Editor(proc.ir())
+    out = ed.replace(
+        loop.as_block().block(),
+        new,
+        same=[(L, new[0]), *same_pairs(L.body, body)],
+        hint="split by split",
+    )
+    opath = out.stmt_paths()[0]
+    ipath = (*opath, ("body", 0))
+    bpath = (*ipath, ("body", 0)) if guarded else ipath
+    tail_loc: NodeLoc | NoLoc = NoLoc("no tail: only tail='cut' or 'cut_and_guard' make one")
+    guard_loc: NodeLoc | NoLoc = NoLoc("no guard: only tail='guard' or 'cut_and_guard' make one")
+    if len(new) == 2:
+        tpath = out.stmt_paths()[1]
+        if tail == "cut":
+            tail_loc = NodeLoc(tpath)
+        else:
+            guard_loc, tail_loc = NodeLoc(tpath), NodeLoc((*tpath, ("body", 0)))
+    if guarded:
+        guard_loc = NodeLoc(bpath)
+    return ed.done(
+        SplitCursors,
+        outer=NodeLoc(opath),
+        inner=NodeLoc(ipath),
+        tail=tail_loc,
+        guard=guard_loc,
+        body=BlockLoc(bpath, "body", 0, len(body)),
+    )
+
+
+# ------------------------------------------------------------------------- preconditions
+
+NAME = "split"
+
+
+def _check_factor(factor: object, loop: ForCursor) -> None:
+    """Precondition 1: the factor is an integer greater than 1."""
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
+        raise fail(SplitFactorError, NAME, f"factor must be an integer > 1, got {factor!r}", loop)
+
+
+def _check_names(proc: Proc, loop: ForCursor, names: tuple[str, str] | None) -> tuple[str, str]:
+    """Precondition 2: two different usable names (the registry checked given ones; the
+    default ones, the loop's name with ``o`` and ``i`` appended, get the same check)."""
+    if names is not None:
+        return names
+    it = loop.loop().iter.name
+    spec = NewName(SplitNamesError, at="loop", count=2)
+    oname, iname = spec.resolve(proc.ir(), (f"{it}o", f"{it}i"), loop, NAME)
+    return oname, iname
+
+
+def _check_tail(tail: object, loop: ForCursor) -> Tail:
+    """Precondition 3: ``tail`` is one of ``TAILS``."""
     if tail not in TAILS:
-        raise fail(SplitTailError, name, f"tail must be one of {TAILS}, got {tail!r}", loop)
-    ir, path = proc.ir(), loop.path()
-    q = factor
-    lo, hi = aff(L.lo), aff(L.hi)
-    ext = hi - lo
+        raise fail(SplitTailError, NAME, f"tail must be one of {TAILS}, got {tail!r}", loop)
+    return tail  # type: ignore[return-value]
+
+
+def _check_trip_count(ir: ProcDef, loop: ForCursor, q: int, tail: Tail) -> bool:
+    """Preconditions 4 and 5: a perfect split's factor divides the trip count; a cut tail's
+    loop has ``lo <= hi``. Returns whether the factor provably divides the trip count."""
+    L, path = loop.loop(), loop.path()
+    ext = aff(L.hi) - aff(L.lo)
     rem = af.simplify_aff(af.mod(ext, q))
     exact = rem.is_const() and rem.const == 0
     if tail == "perfect" and not exact:
         try:
-            check_divides(ir, path, q, expr_of(ext), primitive=name)
+            check_divides(ir, path, q, expr_of(ext), primitive=NAME)
         except NotDivisibleError as e:
-            raise safety(SplitNotPerfectError, name, e, loop) from e
+            raise safety(SplitNotPerfectError, NAME, e, loop) from e
         exact = True
     if tail in ("cut", "cut_and_guard") and not exact:
         try:
-            check_le(ir, path, L.lo, L.hi, primitive=name)
+            check_le(ir, path, L.lo, L.hi, primitive=NAME)
         except NotBoundedError as e:
-            raise safety(SplitTripCountError, name, e, loop) from e
+            raise safety(SplitTripCountError, NAME, e, loop) from e
+    return exact
+
+
+# ------------------------------------------------------------------------------- rewrite
+
+
+def _rewrite(
+    ir: ProcDef,
+    loop: ForCursor,
+    q: int,
+    names: tuple[str, str],
+    tail: Tail,
+    exact: bool,
+) -> tuple[list[Stmt], tuple[Stmt, ...], bool]:
+    """The outer loop (and the tail loop or its guard, for a cut tail), the body rewritten
+    in them, and whether that body sits under a guard."""
+    L, path = loop.loop(), loop.path()
+    oname, iname = names
+    lo, hi = aff(L.lo), aff(L.hi)
+    ext = hi - lo
     io, ii = Sym(oname), Sym(iname)
     ranges = dict(context_of(ir, path).ranges())
     _, ext_hi = af.aff_range(ext, ranges)
@@ -204,31 +272,4 @@ def split(
         else:
             cond = BinOp(">", expr_of(n_tail), int_const(0), BOOL)
             new.append(If(cond, (tail_loop,), ()))
-    ed = Editor(ir)
-    out = ed.replace(
-        loop.as_block().block(),
-        new,
-        same=[(L, outer), *same_pairs(L.body, body)],
-        hint="split by split",
-    )
-    opath = out.stmt_paths()[0]
-    ipath = (*opath, ("body", 0))
-    bpath = (*ipath, ("body", 0)) if guarded else ipath
-    tail_loc: NodeLoc | NoLoc = NoLoc("no tail: only tail='cut' or 'cut_and_guard' make one")
-    guard_loc: NodeLoc | NoLoc = NoLoc("no guard: only tail='guard' or 'cut_and_guard' make one")
-    if len(new) == 2:
-        tpath = out.stmt_paths()[1]
-        if tail == "cut":
-            tail_loc = NodeLoc(tpath)
-        else:
-            guard_loc, tail_loc = NodeLoc(tpath), NodeLoc((*tpath, ("body", 0)))
-    if guarded:
-        guard_loc = NodeLoc(bpath)
-    return ed.done(
-        SplitCursors,
-        outer=NodeLoc(opath),
-        inner=NodeLoc(ipath),
-        tail=tail_loc,
-        guard=guard_loc,
-        body=BlockLoc(bpath, "body", 0, len(body)),
-    )
+    return new, body, guarded

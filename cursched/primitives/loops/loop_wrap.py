@@ -8,9 +8,8 @@ semantics follow Exo 1.0's primitives of the same names: the block must be idemp
 
 from __future__ import annotations
 
-import keyword
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import (
@@ -23,7 +22,12 @@ from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import IfCursor
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadNameError,
+    NotProvenError,
+    ScopeError,
+    ShapeMismatchError,
+)
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -40,23 +44,23 @@ from cursched.ir.nodes import (
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import defined_syms, free_syms_expr, walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX
+from cursched.primitives.arguments import Index, NewName, name_problem
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
     fresh_copy,
-    index_expr,
     int_const,
     safety,
 )
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ----------------------------------------------------------------------------- helpers
 
 
 def valid_name(name: object) -> bool:
-    """Whether ``name`` can name a new variable (an identifier, not a Python keyword)."""
-    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+    """Whether ``name`` can name a new variable (``arguments.name_problem`` finds nothing)."""
+    return name_problem(name) is None
 
 
 def fresh(
@@ -103,11 +107,11 @@ def _body_paths(loop: ForCursor) -> tuple[tuple[tuple[str, int], ...], ...]:
 # ------------------------------------------------------------------------------ remove_loop
 
 
-class RemoveLoopUsesIterError(SchedulingError):
+class RemoveLoopUsesIterError(ShapeMismatchError):
     """remove_loop, precondition 1: the body uses the loop variable."""
 
 
-class RemoveLoopNotIdempotentError(SchedulingError):
+class RemoveLoopNotIdempotentError(NotProvenError):
     """remove_loop, precondition 2: the body is not provably idempotent."""
 
 
@@ -174,6 +178,7 @@ def remove_loop(
     except NotBoundedError:
         new = (If(positive(aff(L.hi) - aff(L.lo)), L.body, ()),)
         guarded = True
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), new, hint="removed by remove_loop; use .body")
     if guarded:
@@ -187,19 +192,19 @@ def remove_loop(
 # --------------------------------------------------------------------------------- add_loop
 
 
-class AddLoopNameError(SchedulingError):
+class AddLoopNameError(BadNameError):
     """add_loop, precondition 1: the new name is not an identifier."""
 
 
-class AddLoopBoundError(SchedulingError):
+class AddLoopBoundError(NotProvenError):
     """add_loop, precondition 3: the new loop's upper bound is not provably positive."""
 
 
-class AddLoopNotIdempotentError(SchedulingError):
+class AddLoopNotIdempotentError(NotProvenError):
     """add_loop, precondition 4: the block is not provably idempotent (and no guard)."""
 
 
-class AddLoopScopeError(SchedulingError):
+class AddLoopScopeError(ScopeError):
     """add_loop, precondition 5: the block declares names that later statements use."""
 
 
@@ -220,8 +225,8 @@ class AddLoopCursors(PrimCursors):
 def add_loop(
     proc: Proc,
     block: BlockCursor,
-    name: str,
-    hi: Any,
+    name: Annotated[str, NewName(AddLoopNameError, at="block")],
+    hi: Annotated[Any, Index(at="block", what="upper bound")],
     guard: bool = False,
     unsafe_skip_checks: bool = False,
 ) -> Rewrite[AddLoopCursors]:
@@ -263,9 +268,7 @@ def add_loop(
     prim = "add_loop"
     ir, loc = proc.ir(), block.block()
     first = block.paths()[0]
-    if not valid_name(name):
-        raise fail(AddLoopNameError, prim, f"{name!r} is not a valid name", block)
-    bound = index_expr(ir, first, hi, prim, block, "upper bound")
+    bound = hi  # resolved by the registry (arguments.Index)
     try:
         check_le(ir, first, 1, bound, primitive=prim)
     except NotBoundedError as e:
@@ -288,6 +291,7 @@ def add_loop(
             stmts = (If(first_iter, stmts, ()),)
         return For(it, int_const(0), bound, stmts)
 
+    checks_passed()
     ed = Editor(ir)
     at = ed.wrap(loc, make)
     g = NodeLoc((*at.path, ("body", 0))) if guard else NoLoc("add_loop made no guard")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import keyword
+from typing import Annotated
 
 from cursched.cursors import Editor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.errors import BadNameError
+from cursched.primitives.arguments import NewName
+from cursched.primitives.registry import PrimCursors, checks_passed, prim_cursors, primitive
 from cursched.proc import Proc
 
 
-class InvalidNameError(SchedulingError):
+class InvalidNameError(BadNameError):
     """rename, precondition 1: the new name is not a Python identifier (or is a keyword)."""
 
 
@@ -21,7 +22,9 @@ class RenameCursors(PrimCursors):
 
 
 @primitive
-def rename(proc: Proc, name: str) -> Rewrite[RenameCursors]:
+def rename(
+    proc: Proc, name: Annotated[str, NewName(InvalidNameError, scope="none", what="proc name")]
+) -> Rewrite[RenameCursors]:
     """Give the proc a new name.
 
     Args:
@@ -43,8 +46,7 @@ def rename(proc: Proc, name: str) -> Rewrite[RenameCursors]:
             def gemm(...):     ->    def gemm_v2(...):
                 ...                      ...
     """
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise fail(InvalidNameError, "rename", f"{name!r} is not a valid proc name")
+    checks_passed()
     ed = Editor(proc.ir())
     ed.set_proc(name=name)
     return ed.done(RenameCursors)

@@ -8,7 +8,7 @@ semantics follow Exo 1.0's primitives of the same names.
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis.checks import (
     NotBoundedError,
@@ -17,46 +17,52 @@ from cursched.analysis.checks import (
     check_reorder_loops,
 )
 from cursched.analysis.conditions import decide_condition
-from cursched.analysis.context import context_of
-from cursched.cursors import BlockCursor, BlockLoc, Editor, ExprCursor, ForCursor, NodeLoc, NoLoc
+from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc, NoLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import IfCursor, StmtCursor
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
-from cursched.ir.nodes import BinOp, Const, Expr, For, If, Node, Pass, ProcDef, Read, Stmt
+from cursched.errors import (
+    BadArgumentError,
+    DependenceError,
+    NotProvenError,
+    ScopeError,
+    ShapeMismatchError,
+)
+from cursched.ir.nodes import Expr, For, If, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, subst_stmt
-from cursched.ir.types import BOOL
-from cursched.primitives.loops.loop_common import index_expr, safety, same_pairs
+from cursched.primitives.arguments import Condition
+from cursched.primitives.arguments import condition_expr as _condition_expr
+from cursched.primitives.loops.loop_common import safety, same_pairs
 from cursched.primitives.loops.loop_wrap import escaping_names, fresh
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ------------------------------------------------------------------------------ lift_scope
 
 
-class LiftNotScopeError(SchedulingError):
+class LiftNotScopeError(ShapeMismatchError):
     """lift_scope, precondition 1: the statement is not a loop or an ``if``."""
 
 
-class LiftNoParentError(SchedulingError):
+class LiftNoParentError(ShapeMismatchError):
     """lift_scope, precondition 2: the statement is not directly inside a loop or an ``if``."""
 
 
-class LiftNotAloneError(SchedulingError):
+class LiftNotAloneError(ShapeMismatchError):
     """lift_scope, precondition 3: the statement is not alone in its enclosing block."""
 
 
-class LiftConditionUsesLoopError(SchedulingError):
+class LiftConditionUsesLoopError(ShapeMismatchError):
     """lift_scope, precondition 4: an ``if`` lifted out of a loop tests the loop variable."""
 
 
-class LiftLoopFromElseError(SchedulingError):
+class LiftLoopFromElseError(ShapeMismatchError):
     """lift_scope, precondition 5: a loop cannot leave an ``if`` that has an ``else``."""
 
 
-class LiftReorderError(SchedulingError):
+class LiftReorderError(DependenceError):
     """lift_scope, precondition 6: a loop lifted out of a loop cannot be interchanged."""
 
 
@@ -186,6 +192,7 @@ def lift_scope(proc: Proc, scope: StmtCursor) -> Rewrite[LiftScopeCursors]:
         case _:
             raise AssertionError("unreachable: both are loops or ifs")
     pairs = [(a, new if b is None else b) for a, b in same]
+    checks_passed()
     ed = Editor(ir)
     pattr, pk = parent_path[-1]
     out = ed.replace(BlockLoc(parent_path[:-1], pattr, pk, pk + 1), (new,), same=pairs)
@@ -201,16 +208,16 @@ def lift_scope(proc: Proc, scope: StmtCursor) -> Rewrite[LiftScopeCursors]:
 # ------------------------------------------------------------------------------ specialize
 
 
-class SpecializeNoConditionsError(SchedulingError):
+class SpecializeNoConditionsError(BadArgumentError):
     """specialize, precondition 1: no condition was given."""
 
 
-class SpecializeBadConditionError(SchedulingError):
+class SpecializeBadConditionError(BadArgumentError):
     """specialize, precondition 2: a condition is not a control condition over the names
     visible at the block."""
 
 
-class SpecializeScopeError(SchedulingError):
+class SpecializeScopeError(ScopeError):
     """specialize, precondition 3: the block declares names that later statements use."""
 
 
@@ -231,82 +238,17 @@ class SpecializeCursors(PrimCursors):
 _CMP = {ast.Lt: "<", ast.Gt: ">", ast.LtE: "<=", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
-def _bool_args(ir: ProcDef) -> dict[str, Read]:
-    return {a.sym.name: Read(a.sym, (), BOOL) for a in ir.args if a.type == BOOL}
-
-
 def condition_expr(ir: ProcDef, path: Path, value: Any, primitive: str, where: Cursor) -> Expr:
-    """``value`` (text such as ``"n % 4 == 0 and n > 8"``, a bool control expression or an
-    expression cursor) as an IR condition valid at ``path``.
-
-    Raises:
-        SpecializeBadConditionError: it is not a comparison of quasi-affine expressions
-            over the sizes and enclosing loop variables, a bool parameter, ``and``/``or`` of
-            those, or ``True``/``False``.
-    """
-    if isinstance(value, ExprCursor):
-        value = value.node()
-    if isinstance(value, str):
-        try:
-            tree: ast.expr | None = ast.parse(value.strip(), mode="eval").body
-        except SyntaxError:
-            tree = None
-        e = None if tree is None else _cond_from_ast(ir, path, tree, primitive, where)
-    elif isinstance(value, Node) and getattr(value, "type", None) == BOOL:
-        e = value  # type: ignore[assignment]
-        ok = {a.sym for a in ir.args} | {lp.iter for lp in context_of(ir, path).loops}
-        if e is not None and not free_syms_expr(e) <= ok:
-            e = None
-    else:
-        e = None
-    if e is None:
-        msg = f"{value!r} is not a condition over the sizes, bool parameters and loop variables"
-        raise fail(SpecializeBadConditionError, primitive, msg, where)
-    return e
-
-
-def _cond_from_ast(
-    ir: ProcDef, path: Path, node: ast.expr, primitive: str, where: Cursor
-) -> Expr | None:
-    def arith(x: ast.expr) -> Expr | None:
-        try:
-            return index_expr(ir, path, ast.unparse(x), primitive, where, "operand")
-        except SchedulingError:
-            return None
-
-    match node:
-        case ast.Constant(value=bool() as v):
-            return Const(v, BOOL)
-        case ast.Name(id=n) if n in _bool_args(ir):
-            return _bool_args(ir)[n]
-        case ast.BoolOp(op=bop, values=values):
-            parts = [_cond_from_ast(ir, path, v, primitive, where) for v in values]
-            if any(p is None for p in parts):
-                return None
-            opname = "and" if isinstance(bop, ast.And) else "or"
-            out = parts[0]
-            for p in parts[1:]:
-                out = BinOp(opname, out, p, BOOL)  # type: ignore[arg-type]
-            return out
-        case ast.Compare(left=left, ops=ops, comparators=rights):
-            terms: list[Expr] = []
-            lhs = arith(left)
-            for op, r in zip(ops, rights, strict=True):
-                rhs = arith(r)
-                if lhs is None or rhs is None or type(op) not in _CMP:
-                    return None
-                terms.append(BinOp(_CMP[type(op)], lhs, rhs, BOOL))  # type: ignore[arg-type]
-                lhs = rhs
-            out = terms[0]
-            for t in terms[1:]:
-                out = BinOp("and", out, t, BOOL)
-            return out
-        case _:
-            return None
+    """``arguments.condition_expr`` raising ``SpecializeBadConditionError``."""
+    return _condition_expr(ir, path, value, primitive, where, SpecializeBadConditionError)
 
 
 @primitive
-def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[SpecializeCursors]:
+def specialize(
+    proc: Proc,
+    block: BlockCursor,
+    conds: Annotated[Any, Condition(SpecializeBadConditionError, at="block", many=True)],
+) -> Rewrite[SpecializeCursors]:
     """Copy a block once per condition, each copy under its condition, plus a fallback.
 
     Args:
@@ -344,11 +286,9 @@ def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[Specialize
     """
     name = "specialize"
     ir, loc = proc.ir(), block.block()
-    first = block.paths()[0]
-    items: list[Any] = list(conds) if isinstance(conds, list | tuple) else [conds]
-    if not items:
+    exprs: list[Expr] = list(conds)  # resolved by the registry (arguments.Condition)
+    if not exprs:
         raise fail(SpecializeNoConditionsError, name, "no condition given", block)
-    exprs = [condition_expr(ir, first, c, name, block) for c in items]
     hidden = escaping_names(ir, loc)
     if hidden:
         names = ", ".join(sorted(s.name for s in hidden))
@@ -357,6 +297,7 @@ def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[Specialize
     node = If(exprs[-1], fresh(stmts), fresh(stmts))
     for e in reversed(exprs[:-1]):
         node = If(e, fresh(stmts), (node,))
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loc, (node,), hint="specialized; use .branches[k].body() or .fallback")
     p = out.stmt_paths()[0]
@@ -372,16 +313,16 @@ def specialize(proc: Proc, block: BlockCursor, conds: Any) -> Rewrite[Specialize
 # --------------------------------------------------------------------- eliminate_dead_code
 
 
-class DeadCodeKindError(SchedulingError):
+class DeadCodeKindError(ShapeMismatchError):
     """eliminate_dead_code, precondition 1: the statement is not an ``if`` or a loop."""
 
 
-class DeadCodeUndecidedError(SchedulingError):
+class DeadCodeUndecidedError(NotProvenError):
     """eliminate_dead_code, precondition 2: the ``if``'s condition is neither always true nor
     always false where it stands."""
 
 
-class DeadLoopMayRunError(SchedulingError):
+class DeadLoopMayRunError(NotProvenError):
     """eliminate_dead_code, precondition 3: the loop may run an iteration."""
 
 
@@ -451,6 +392,7 @@ def eliminate_dead_code(proc: Proc, stmt: StmtCursor) -> Rewrite[EliminateDeadCo
     new = kept
     if not new and len(stmt_list(ir, loc.parent, loc.attr)) == 1:
         new = (Pass(),)
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loc, new, hint="eliminated as dead code")
     k: BlockLoc | NoLoc = out if kept else NoLoc("eliminate_dead_code kept no statement")

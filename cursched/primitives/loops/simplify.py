@@ -39,7 +39,7 @@ from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, map_type, stmt_blocks, stmt_exprs, subst_expr
 from cursched.ir.types import ControlType, DataType, TensorType
-from cursched.primitives.registry import PrimCursors, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, prim_cursors, primitive
 from cursched.proc import Proc
 
 
@@ -207,6 +207,7 @@ def simplify(proc: Proc) -> Rewrite[SimplifyCursors]:
     ir: ProcDef = proc.ir()
     s = _Simplifier()
     body = s.block(ir.body, proc_context(ir))
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(
         BlockLoc((), "body", 0, len(ir.body)), body, same=s.pairs, hint="removed by simplify"

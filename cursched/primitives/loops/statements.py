@@ -18,9 +18,9 @@ from cursched.cursors import (
 )
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list, walk_stmts
-from cursched.errors import SchedulingError
+from cursched.errors import DependenceError, SchedulingError, ShapeMismatchError
 from cursched.ir.nodes import Pass
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 # ------------------------------------------------------------------------------ insert_pass
@@ -64,6 +64,7 @@ def insert_pass(proc: Proc, gap: GapCursor) -> Rewrite[InsertPassCursors]:
             y = 2.0                  pass
                                      y = 2.0
     """
+    checks_passed()
     ed = Editor(proc.ir())
     new = ed.insert(gap.gap(), (Pass(),))
     return ed.done(InsertPassCursors, stmt=NodeLoc(new.stmt_paths()[0]))
@@ -72,11 +73,11 @@ def insert_pass(proc: Proc, gap: GapCursor) -> Rewrite[InsertPassCursors]:
 # ------------------------------------------------------------------------------ delete_pass
 
 
-class NotAPassError(SchedulingError):
+class NotAPassError(ShapeMismatchError):
     """delete_pass, precondition 1: the statement is not ``pass``."""
 
 
-class EmptyBodyError(SchedulingError):
+class EmptyBodyError(ShapeMismatchError):
     """delete_pass, precondition 2: the ``pass`` is the only statement of its body."""
 
 
@@ -126,6 +127,7 @@ def delete_pass(proc: Proc, stmt: StmtCursor | None = None) -> Rewrite[DeletePas
             "the `pass` is the only statement of its body, which would become empty",
             stmt,
         )
+    checks_passed()
     ed = Editor(proc.ir())
     ed.delete(block, hint="deleted by delete_pass")
     return ed.done(DeletePassCursors)
@@ -153,11 +155,11 @@ def _delete_all_passes(proc: Proc) -> Rewrite[DeletePassCursors]:
 # ---------------------------------------------------------------------------- reorder_stmts
 
 
-class NotTwoStatementsError(SchedulingError):
+class NotTwoStatementsError(ShapeMismatchError):
     """reorder_stmts, precondition 1: the block does not hold exactly two statements."""
 
 
-class StmtsDontCommuteError(SchedulingError):
+class StmtsDontCommuteError(DependenceError):
     """reorder_stmts, precondition 2: swapping the statements could change the result."""
 
 
@@ -228,6 +230,7 @@ def reorder_stmts(
                 "the two statements may not commute: " + "; ".join(why),
                 block,
             ) from e
+    checks_passed()
     ed = Editor(proc.ir())
     moved = ed.move(
         BlockLoc(loc.parent, loc.attr, loc.lo + 1, loc.hi), (loc.parent, loc.attr, loc.lo)

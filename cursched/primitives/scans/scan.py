@@ -26,7 +26,7 @@ from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.types import DataType
 from cursched.primitives.loops.loop_common import rename_stmt, safety, same_pairs
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
 from cursched.primitives.scans.scan_checks import (
     AccumulatorAliasError,
     AccumulatorIndexError,
@@ -272,6 +272,7 @@ def scan_fuse(
     new_body = (*saved, *body1, *factor, *rescales, *body2)
     fused = l2.replace(body=new_body, mode="seq")
 
+    checks_passed()
     ed = Editor(ir)
     if between:
         ed.move(BlockLoc(parent, attr, k1 + 1, k2), (parent, attr, k1))

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from cursched.analysis.rescale import Rate, Refusal, rescale_rate
 from cursched.cursors import ForCursor
 from cursched.cursors.tree import stmt_list, update_at, walk
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    DependenceError,
+    IndirectUseError,
+    NotProvenError,
+    SchedulingError,
+    ShapeMismatchError,
+)
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -51,45 +57,45 @@ from cursched.primitives.registry import fail
 # ------------------------------------------------------------------------- error classes
 
 
-class ScanLoopOrderError(SchedulingError):
+class ScanLoopOrderError(ShapeMismatchError):
     """scan_fuse, precondition 1: the loops are not in one block, the first before."""
 
 
-class ScanBoundsError(SchedulingError):
+class ScanBoundsError(NotProvenError):
     """scan_fuse, precondition 2: the loops' bounds differ."""
 
 
-class ScanBetweenError(SchedulingError):
+class ScanBetweenError(DependenceError):
     """scan_fuse, precondition 3: a statement between the loops depends on the first loop."""
 
 
-class ScanFirstLoopError(SchedulingError):
+class ScanFirstLoopError(DependenceError):
     """scan_fuse, precondition 4: the first loop does more than update one running value, or
     reads what the second loop writes."""
 
 
-class NotRescalableError(SchedulingError):
+class NotRescalableError(ShapeMismatchError):
     """scan_fuse, precondition 5: the second loop reads the running value other than in
     rescalable accumulation terms of one rate."""
 
 
-class AccumulatorWritesError(SchedulingError):
+class AccumulatorWritesError(ShapeMismatchError):
     """scan_fuse, precondition 6: an accumulator is written other than by its own ``+=``."""
 
 
-class AccumulatorInitError(SchedulingError):
+class AccumulatorInitError(NotProvenError):
     """scan_fuse, precondition 7: an accumulator is not proven to start from zero."""
 
 
-class AccumulatorReadError(SchedulingError):
+class AccumulatorReadError(DependenceError):
     """scan_fuse, precondition 8: an accumulator is read inside the loops."""
 
 
-class AccumulatorAliasError(SchedulingError):
+class AccumulatorAliasError(IndirectUseError):
     """scan_fuse, precondition 9: an accumulator is a window or has a window."""
 
 
-class AccumulatorIndexError(SchedulingError):
+class AccumulatorIndexError(ShapeMismatchError):
     """scan_fuse, precondition 10: an accumulator's index cannot be rescaled once per
     element (not distinct loop variables or expressions free of the second loop's)."""
 
@@ -272,8 +278,35 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
     """Check preconditions 4 to 10 of ``scan_fuse`` and describe the two loops."""
     l1, l2 = c1.node(), c2.node()
     assert isinstance(l1, For) and isinstance(l2, For)
+    first = _check_first_loop(ir, l1, l2, c1, name)
+    found, rate = _check_rescalable(l2, first, c2, name)
+    updates = _check_accumulators(ir, l1, l2, found, first, c1, c2, name)
+    direction = _direction(list(first.ups), first.is_m)
+    start = direction or _start(ir, c1, first.m, first.m_idx)
+    _check_correction_bounded(first.m, start, rate, c2, name)
+    return ScanAnalysis(
+        first.m, first.m_idx, first.dtype, rate, direction, first.rels, tuple(updates)
+    )
 
-    # precondition 4: the first loop updates one running value and nothing else
+
+@dataclass(frozen=True)
+class _RunningValue:
+    """What precondition 4 found: the first loop's updates of the running value ``m``."""
+
+    ups: tuple[Assign, ...]
+    rels: tuple[Path, ...]
+    m: Sym
+    m_idx: tuple[Expr, ...]
+    dtype: DataType
+
+    def is_m(self, r: Read) -> bool:
+        return r.sym is self.m and r.idx == self.m_idx
+
+
+def _check_first_loop(ir: ProcDef, l1: For, l2: For, c1: ForCursor, name: str) -> _RunningValue:
+    """Precondition 4: the first loop updates one running value and nothing else, and reads
+    nothing the second loop writes."""
+
     def first_fail(msg: str) -> SchedulingError:
         return fail(ScanFirstLoopError, name, msg, c1)
 
@@ -308,17 +341,24 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
     if clash:
         names = ", ".join(sorted(x.name for x in clash))
         raise first_fail(f"the first loop reads {names}, written by the second loop")
+    return _RunningValue(tuple(ups), tuple(rels), m, m_idx, dtype)
 
-    def is_m(r: Read) -> bool:
-        return r.sym is m and r.idx == m_idx
 
-    # precondition 5: the second loop reads m only inside rescalable terms
+_Found = list[tuple[Path, Reduce, tuple[For, ...], Rate]]
+
+
+def _check_rescalable(
+    l2: For, first: _RunningValue, c2: ForCursor, name: str
+) -> tuple[_Found, Rate]:
+    """Precondition 5: the second loop reads the running value only inside rescalable
+    accumulation terms, all of one rate. Returns those terms and the rate."""
+    m = first.m
+
     def resc_fail(msg: str) -> SchedulingError:
         return fail(NotRescalableError, name, msg, c2)
 
     locals2 = _locals(l2.body)
-    bound2 = _bound_inside(l2.body) | {l2.iter}
-    found: list[tuple[Path, Reduce, tuple[For, ...], Rate]] = []
+    found: _Found = []
     for rel, s, loops in _nested(l2.body):
         if isinstance(s, Assign | Reduce) and s.sym is m:
             raise resc_fail(f"the second loop writes the running value `{m}`")
@@ -328,11 +368,11 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
         reads_m = [x for x in uses if isinstance(x, Read)]
         if not reads_m:
             continue
-        if any(not is_m(x) for x in reads_m):
+        if any(not first.is_m(x) for x in reads_m):
             raise resc_fail(f"the second loop reads `{m}` at another index than the first writes")
         if not isinstance(s, Reduce) or s.sym in locals2:
             raise resc_fail(f"the second loop reads `{m}` outside an accumulation term")
-        rate = rescale_rate(s.rhs, is_m)
+        rate = rescale_rate(s.rhs, first.is_m)
         if isinstance(rate, Refusal):
             msg = f"the term `{print_expr(s.rhs)}` is {rate.reason}"
             if rate.counterexample is not None:
@@ -348,8 +388,21 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
     rate = found[0][3]
     if any((r.base, r.c) != (rate.base, rate.c) for *_, r in found):
         raise resc_fail("the accumulations rescale at different rates")
+    return found, rate
 
-    # preconditions 6 to 10, per accumulator
+
+def _check_accumulators(
+    ir: ProcDef,
+    l1: For,
+    l2: For,
+    found: _Found,
+    first: _RunningValue,
+    c1: ForCursor,
+    c2: ForCursor,
+    name: str,
+) -> list[Update]:
+    """Preconditions 6 to 10, per accumulator: written only by its ``+=``, not read, not a
+    window, rescalable once per element, starting from zero."""
     writes_all = _written(l1.body) + _written(l2.body)
     reads_all = _syms_read(l1.body) | _syms_read(l2.body)
     updates: list[Update] = []
@@ -363,31 +416,46 @@ def analyse(ir: ProcDef, c1: ForCursor, c2: ForCursor, name: str) -> ScanAnalysi
         if acc in reads_all:
             msg = f"the accumulator `{acc}` is read inside the loops"
             raise fail(AccumulatorReadError, name, msg, c2)
-        used: list[For] = []
-        for e in s.idx:
-            lp = next((x for x in loops if isinstance(e, Read) and e.sym is x.iter), None)
-            if lp is not None and lp not in used:
-                used.append(lp)
-            elif lp is not None or free_syms_expr(e) & bound2:
-                msg = f"the accumulator `{acc}` is indexed by `{print_expr(e)}`"
-                raise fail(AccumulatorIndexError, name, msg, c2)
-        used.sort(key=loops.index)
-        for k, lp in enumerate(used):
-            allowed = {x.iter for x in used[:k]}
-            if (free_syms_expr(lp.lo) | free_syms_expr(lp.hi)) & (bound2 - allowed):
-                msg = f"the loop over `{lp.iter}` has bounds that depend on the second loop"
-                raise fail(AccumulatorIndexError, name, msg, c2)
-        u = Update(Assign(acc, s.idx, s.rhs), tuple(used), rel, _data_type(ir, acc) or dtype)
+        used = _check_accumulator_index(l2, s, loops, c2, name)
+        u = Update(Assign(acc, s.idx, s.rhs), used, rel, _data_type(ir, acc) or first.dtype)
         _check_init(ir, c1, c2, u, name)
         updates.append(u)
-    direction = _direction(ups, is_m)
-    start = direction or _start(ir, c1, m, m_idx)
+    return updates
+
+
+def _check_accumulator_index(
+    l2: For, s: Reduce, loops: tuple[For, ...], c2: ForCursor, name: str
+) -> tuple[For, ...]:
+    """Precondition 10: the accumulator is indexed by distinct loop variables (or by
+    expressions free of the second loop's variables) of loops whose bounds do not depend on
+    the second loop. Returns those loops, outermost first."""
+    bound2 = _bound_inside(l2.body) | {l2.iter}
+    used: list[For] = []
+    for e in s.idx:
+        lp = next((x for x in loops if isinstance(e, Read) and e.sym is x.iter), None)
+        if lp is not None and lp not in used:
+            used.append(lp)
+        elif lp is not None or free_syms_expr(e) & bound2:
+            msg = f"the accumulator `{s.sym}` is indexed by `{print_expr(e)}`"
+            raise fail(AccumulatorIndexError, name, msg, c2)
+    used.sort(key=loops.index)
+    for k, lp in enumerate(used):
+        allowed = {x.iter for x in used[:k]}
+        if (free_syms_expr(lp.lo) | free_syms_expr(lp.hi)) & (bound2 - allowed):
+            msg = f"the loop over `{lp.iter}` has bounds that depend on the second loop"
+            raise fail(AccumulatorIndexError, name, msg, c2)
+    return tuple(used)
+
+
+def _check_correction_bounded(m: Sym, start: int, rate: Rate, c2: ForCursor, name: str) -> None:
+    """Precondition 5, last part: the correction factor stays finite (a running maximum
+    starting from ``-inf`` with a positive rate, or a minimum from ``inf`` with a negative
+    one)."""
     if start * rate.c < 0:
         where = {1: "grows from -inf", -1: "shrinks from inf"}[start]
         msg = f"the running value `{m}` {where}, so the correction for terms of rate "
         msg += f"{rate.c} would grow without bound (an infinite first correction times 0)"
-        raise resc_fail(msg)
-    return ScanAnalysis(m, m_idx, dtype, rate, direction, tuple(rels), tuple(updates))
+        raise fail(NotRescalableError, name, msg, c2)
 
 
 def _start(ir: ProcDef, c1: ForCursor, m: Sym, idx: tuple[Expr, ...]) -> int:

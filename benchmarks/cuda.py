@@ -1,0 +1,121 @@
+"""GPU benchmark: cursched's CUDA sgemm (sched/cuda_sgemm.py) against cupy's matmul (cuBLAS)
+and its flash attention (sched/cuda_flash_attention.py) against torch's
+scaled_dot_product_attention, measured in the same run, best of N, printed as ratios.
+
+Run it with ``python benchmarks/cuda.py [--sizes 1024,2048] [--repeat 20]``. Without a GPU
+(cupy missing or ``cupy.is_available()`` false) it says so and exits 0; the kernels are still
+checked in the CPU emulation at a small size, so the script is exercised everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "sched" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _gpu() -> bool:
+    if importlib.util.find_spec("cupy") is None:
+        return False
+    import cupy
+
+    return bool(cupy.is_available())
+
+
+def _time_gpu(fn: object, repeat: int) -> float:
+    """Best of ``repeat`` timings (seconds) of ``fn()`` with CUDA events."""
+    import cupy
+
+    best = float("inf")
+    fn()  # type: ignore[operator]  # warm-up (and NVRTC build)
+    for _ in range(repeat):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        fn()  # type: ignore[operator]
+        stop.record()
+        stop.synchronize()
+        best = min(best, cupy.cuda.get_elapsed_time(start, stop) / 1e3)
+    return best
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1024,2048,4096", help="square sizes, comma-separated")
+    ap.add_argument("--repeat", type=int, default=20)
+    args = ap.parse_args(argv)
+    sg = _load("cuda_sgemm")
+    p = sg.schedule(sg.sgemm)
+    err = sg.check(p.compile(target="cuda-emulated"), 100, 77, 130)
+    print(f"emulated sgemm 100x77x130: relative error {err:.1e}")
+    if not _gpu():
+        print("no GPU: cupy is not installed or finds no device; nothing to time (exit 0)")
+        return 0
+    import cupy
+
+    f = p.compile(target="cuda")
+    print(
+        f"{'size':>6} {'cursched ms':>12} {'cuBLAS ms':>10} {'cursched/cuBLAS':>16} {'GFLOP/s':>8}"
+    )
+    for n in (int(s) for s in args.sizes.split(",")):
+        rng = np.random.default_rng(0)
+        a = cupy.asarray(rng.standard_normal((n, n)).astype(np.float32))
+        b = cupy.asarray(rng.standard_normal((n, n)).astype(np.float32))
+        c = cupy.empty((n, n), dtype=cupy.float32)
+        ours = _time_gpu(lambda a=a, b=b, c=c, n=n: f(n, n, n, a, b, c), args.repeat)
+        ref = _time_gpu(lambda a=a, b=b: cupy.matmul(a, b), args.repeat)
+        rel = float(cupy.max(cupy.abs(c - a @ b)) / cupy.max(cupy.abs(a @ b)))
+        if rel > 1e-3:
+            print(f"size {n}: result differs from cuBLAS (relative {rel:.1e})", file=sys.stderr)
+            return 1
+        gflops = 2 * n**3 / ours / 1e9
+        print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>10.3f} {ours / ref:>16.2f} {gflops:>8.0f}")
+    return _attention(args.repeat)
+
+
+def _attention(repeat: int) -> int:
+    """Flash attention (head dimension 64) against torch SDPA, when torch sees the GPU."""
+    import cupy
+
+    fa = _load("cuda_flash_attention")
+    f = fa.schedule_flash(fa.attention).compile(target="cuda")
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("torch has no CUDA device: flash attention timed without a peer")
+    print(f"{'seq':>6} {'cursched ms':>12} {'torch SDPA ms':>14} {'cursched/torch':>15}")
+    for n in (1024, 4096):
+        x = fa.inputs(n, n)
+        q, k, v = (cupy.asarray(x[c]) for c in "QKV")
+        o, lse = cupy.empty((n, 64), cupy.float32), cupy.empty(n, cupy.float32)
+        ours = _time_gpu(lambda q=q, k=k, v=v, o=o, lse=lse, n=n: f(n, n, q, k, v, o, lse), repeat)
+        if torch is None or not torch.cuda.is_available():
+            print(f"{n:>6} {ours * 1e3:>12.3f} {'-':>14} {'-':>15}")
+            continue
+        tq, tk, tv = (torch.as_tensor(a, device="cuda")[None, None] for a in (q, k, v))
+        ref = _time_gpu(
+            lambda tq=tq, tk=tk, tv=tv: F.scaled_dot_product_attention(tq, tk, tv, scale=1.0),
+            repeat,
+        )
+        print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>14.3f} {ours / ref:>15.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

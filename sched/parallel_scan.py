@@ -1,0 +1,142 @@
+"""Parallel scans derived with ``split_scan``: a prefix sum, a discounted scan with a
+time-varying discount, and a selective-scan-like recurrence of a state-space model.
+
+Run it with ``python sched/parallel_scan.py``. Each scan is written as the plain sequential
+loop; ``split_scan`` regroups it into per-chunk local scans, a carry across the chunks'
+totals and a fix-up, and ``parallelize_loop`` makes the local and fix-up loops ``par``
+(OpenMP). The selective scan ``h[t, s] = exp(dt[t] * A[s]) * h[t-1, s] + dt[t] * B[t, s] *
+x[t]``, ``y[t] = sum_s C[t, s] * h[t, s]`` keeps one scalar state per ``s``: its state loop is
+``par``, and each state's time loop is the scan (a linear recurrence) that ``split_scan`` could
+split further. Results are checked against float64 numpy at lengths that are not multiples of
+the chunk; sums are regrouped, so the tolerance is ``1e-5 * sum |x|``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from cursched import Proc, parallelize_loop, proc, split_scan
+
+#: elements per chunk (the local scans' length)
+CHUNK = 4096
+
+
+@proc
+def prefix_sum(n: size, x: f32[n], y: f32[n]):
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += x[i]
+        y[i] = s
+
+
+@proc
+def discounted(n: size, d: f32[n], x: f32[n], y: f32[n]):
+    h: f32
+    h = 0.0
+    for i in seq(0, n):
+        h = d[i] * h + x[i]
+        y[i] = h
+
+
+@proc
+def selective_scan(
+    T: size,
+    S: size,
+    dt: f32[T],
+    A: f32[S],
+    B: f32[T, S],
+    C: f32[T, S],
+    x: f32[T],
+    H: f32[T, S],
+    y: f32[T],
+):
+    for s in seq(0, S):
+        h: f32
+        h = 0.0
+        for t in seq(0, T):
+            h = exp(dt[t] * A[s]) * h + dt[t] * B[t, s] * x[t]
+            H[t, s] = h
+    for t in seq(0, T):
+        y[t] = 0.0
+        for s in seq(0, S):
+            y[t] += C[t, s] * H[t, s]
+
+
+def schedule(p: Proc, chunk: int = CHUNK) -> Proc:
+    """Chunked parallel form of a one-loop scan (``prefix_sum``, ``discounted``)."""
+    p, c = split_scan(p, p.find_loop("i"), chunk)
+    p, _ = parallelize_loop(p, c.local)
+    p, _ = parallelize_loop(p, c.fixup)
+    return p
+
+
+def schedule_selective(p: Proc) -> Proc:
+    """One thread per group of states: the state loop ``par``, each state's scan in order."""
+    p, _ = parallelize_loop(p, p.find_loop("s"))
+    return p
+
+
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(prefix_sum), schedule(discounted), schedule_selective(selective_scan)]
+
+
+def reference_discounted(d: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The inclusive discounted scan in float64."""
+    out, h = np.zeros(len(x)), 0.0
+    for i, (di, xi) in enumerate(zip(d.astype(np.float64), x.astype(np.float64), strict=True)):
+        h = di * h + xi
+        out[i] = h
+    return out
+
+
+def check(n: int, chunk: int = 64, seed: int = 0) -> list[str]:
+    """Compile the schedules (small chunks, so that n spans many) and compare with numpy."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n).astype(np.float32)
+    d = rng.uniform(0.5, 1.0, n).astype(np.float32)
+    tol = 1e-5 * float(np.abs(x.astype(np.float64)).sum())
+    bad: list[str] = []
+    y = np.zeros(n, np.float32)
+    schedule(prefix_sum, chunk).compile()(n, x, y)
+    err = float(np.abs(y - np.cumsum(x.astype(np.float64))).max())
+    if err > tol:
+        bad.append(f"prefix sum off by {err:.1e} > {tol:.1e}")
+    schedule(discounted, chunk).compile()(n, d, x, y)
+    err = float(np.abs(y - reference_discounted(d, x)).max())
+    if err > tol:
+        bad.append(f"discounted scan off by {err:.1e} > {tol:.1e}")
+    bad += check_selective(37, 5, rng)
+    return bad
+
+
+def check_selective(T: int, S: int, rng: np.random.Generator) -> list[str]:
+    dt = rng.uniform(0.01, 0.1, T).astype(np.float32)
+    A = -rng.uniform(0.5, 2.0, S).astype(np.float32)
+    B, C = (rng.standard_normal((T, S)).astype(np.float32) for _ in range(2))
+    x = rng.standard_normal(T).astype(np.float32)
+    H, y = np.zeros((T, S), np.float32), np.zeros(T, np.float32)
+    schedule_selective(selective_scan).compile()(T, S, dt, A, B, C, x, H, y)
+    h, want = np.zeros(S), np.zeros(T)
+    for t in range(T):
+        h = np.exp(dt[t] * A.astype(np.float64)) * h + dt[t] * B[t].astype(np.float64) * x[t]
+        want[t] = (C[t].astype(np.float64) * h).sum()
+    err = float(np.abs(y - want).max())
+    return [] if err <= 1e-4 * (1 + np.abs(want).max()) else [f"selective scan off by {err:.1e}"]
+
+
+def main() -> int:
+    print(schedule(discounted, 64), end="\n\n")
+    bad = check(1000) + check(4099, chunk=64, seed=1)
+    if bad:
+        print("MISMATCH with numpy:\n  " + "\n  ".join(bad), file=sys.stderr)
+        return 1
+    print("ok: prefix sum, discounted scan and selective scan match numpy (n = 1000, 4099)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

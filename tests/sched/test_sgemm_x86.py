@@ -1,0 +1,112 @@
+"""sched/sgemm_x86.py: the BLIS-style schedule is right (numpy at odd sizes, interpreter at
+small ones), its micro-kernel C is vector instructions with no scalar inner loop, the ISA
+follows the CPU, and a stride that does not hold keeps ``replace`` from using it."""
+
+from __future__ import annotations
+
+import re
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from cursched import Proc
+from cursched.analysis.bounds import check_bounds
+from cursched.codegen.c import generate_unit
+from cursched.frontend import parse_source
+from cursched.ir.memory import DRAM
+from cursched.platforms.x86 import cpu_features
+from cursched.primitives.calls.replace import ReplaceAssertError, replace
+from cursched.testing import assert_equivalent
+
+from .scripts import ROOT, run_file
+
+SCRIPT = ROOT / "sched" / "sgemm_x86.py"
+pytestmark = pytest.mark.skipif(
+    not {"avx2", "fma"} <= cpu_features(), reason="this CPU lacks AVX2+FMA"
+)
+
+
+@pytest.fixture(scope="module")
+def scheduled(script: ModuleType) -> Proc:
+    return script.schedule(script.sgemm, script.AVX2_TARGET)
+
+
+def test_runs_as_a_file() -> None:
+    out = run_file(SCRIPT)
+    assert out.startswith("def sgemm(M: size")
+    assert "ok: matches numpy" in out
+
+
+def test_final_proc_golden(scheduled: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    golden.check(scheduled)
+
+
+def test_matches_numpy_at_odd_sizes(script: ModuleType, scheduled: Proc) -> None:
+    sizes = [(1, 1, 1), (5, 15, 255), (6, 16, 256), (7, 17, 257), (150, 33, 513), (97, 200, 64)]
+    assert script.check(scheduled, sizes) <= 1e-5
+
+
+def test_interpreter_agrees_with_the_compiled_code(scheduled: Proc) -> None:
+    # one whole 6 x 16 tile, both edges and a K remainder (257 = 256 + 1)
+    m, n, k = 7, 17, 257
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c1, c2 = np.zeros((m, n), np.float32), np.zeros((m, n), np.float32)
+    scheduled.interpret(m, n, k, a, b, c1)
+    scheduled.compile()(m, n, k, a, b, c2)
+    np.testing.assert_allclose(c1, c2, rtol=1e-5, atol=1e-5)
+
+
+def test_schedule_is_equivalent_to_the_plain_proc(script: ModuleType, scheduled: Proc) -> None:
+    assert_equivalent(script.sgemm, scheduled, trials=1, sizes={"M": 7, "N": 17, "K": 3})
+
+
+def _function(c: str, name: str) -> str:
+    start = c.index(f"void {name}(")
+    return c[start : c.index("\n}\n", start)]
+
+
+def test_microkernel_is_vector_code_without_a_scalar_inner_loop(scheduled: Proc) -> None:
+    c = scheduled.compile().c_source
+    for name in ("ukernel_packed_avx2", "ukernel_rows_avx2"):
+        body = _function(c, name)
+        assert body.count("_mm256_fmadd_ps(") == 12, name  # the 6 x 2 register tile
+        assert body.count("_mm256_loadu_ps(") == 12 + 2 and body.count("_mm256_storeu_ps(") == 12
+        assert "__m256 Ct[6][2];" in body
+        assert len(re.findall(r"\bfor \(", body)) == 1, "only the k loop is left"
+        assert "+=" not in body and "*restrict" in body.split("{", 1)[0]
+    # the packed buffers are allocated once, outside every loop (the K remainder's in its
+    # ``if``, one level down)
+    mallocs = [ln for ln in _function(c, "sgemm").splitlines() if "malloc(" in ln]
+    names = sorted(ln.split("*")[1].split(" ")[0] for ln in mallocs)
+    assert names == ["Ap", "Aq", "Bp", "Bq"], mallocs
+    assert all(ln.startswith(("    float *", "        float *")) for ln in mallocs), mallocs
+
+
+def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CURSCHED_CPU_FEATURES", "avx,avx2,fma")
+    assert script.target() is script.AVX2_TARGET
+    monkeypatch.setenv("CURSCHED_CPU_FEATURES", "avx,avx2,fma,avx512f")
+    t = script.target()
+    assert t is script.AVX512_TARGET and (t.mr, t.nr) == (14, 32)
+    fast = script.schedule_microkernel(script.microkernel(t, "packed"), t)
+    c = generate_unit("uk", [fast.ir()]).c_source
+    assert c.count("_mm512_fmadd_ps(") == 28 and "__m512 Ct[14][2];" in c
+
+
+def test_replace_refuses_a_b_whose_rows_are_strided(script: ModuleType) -> None:
+    """With B a window of any strides, ``stride(B, 1) == 1`` of the micro-kernel is not
+    provable: ``replace`` refuses, naming the assert."""
+    src = """
+def strided(K: size, A: f32[6, K] @ DRAM, B: [f32][K, 16] @ DRAM, C: f32[6, 16] @ DRAM):
+    for k in seq(0, K):
+        for i in seq(0, 6):
+            for j in seq(0, 16):
+                C[i, j] += A[i, k] * B[k, j]
+"""
+    p = Proc(check_bounds(parse_source(src, {"DRAM": DRAM})))
+    uk = script.microkernel(script.AVX2_TARGET, "rows")
+    with pytest.raises(ReplaceAssertError, match=r"stride\(B, 1\) == 1"):
+        replace(p, p.find_loop("k"), uk)
