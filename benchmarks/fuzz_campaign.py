@@ -27,6 +27,7 @@ import argparse
 import collections
 import os
 import re
+import signal
 import sys
 import time
 import traceback
@@ -37,11 +38,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from cursched import Proc
 from cursched.primitives import settings as prim_settings
 from tests.primitives import fuzzsteps
 from tests.primitives.fuzzcompile import compare_compiled
 from tests.primitives.fuzzgen import proc_text
 from tests.primitives.test_soundness_fuzz import run_schedule
+
+
+class TimeUp(BaseException):
+    """The campaign's time is up (a BaseException: hypothesis lets it through unshrunk)."""
 
 
 def main() -> None:
@@ -53,6 +59,9 @@ def main() -> None:
         "--compile-every", type=int, default=10, help="compile one schedule in N (default 10)"
     )
     ap.add_argument("--batch", type=int, default=40, help="procs per C unit (default 40)")
+    ap.add_argument(
+        "--time-limit", type=float, default=0, help="stop after this many seconds (0: none)"
+    )
     ap.add_argument(
         "--min-accepted",
         type=float,
@@ -69,6 +78,7 @@ def main() -> None:
     accepted: collections.Counter[str] = collections.Counter()
     refused: collections.Counter[str] = collections.Counter()
     runs = 0
+    t0 = time.time()
     pending: list[tuple[str, str, object]] = []  # (text, log, proc) waiting to be compiled
     compiled_n = 0
     mismatches: list[str] = []
@@ -87,7 +97,7 @@ def main() -> None:
         compiled_n += len(pending)
         for m in found:
             text, log = next((t, lg) for t, lg, p in pending if p.ir() is m.proc)  # type: ignore[attr-defined]
-            mismatches.append(f"{m}\n{text}\n{log}\n{m.proc}")
+            mismatches.append(f"{m}\n{text}\n{log}\ngave\n{Proc(m.proc)}")
             print(f"MISMATCH {len(mismatches)}: {m}", flush=True)
         pending.clear()
 
@@ -101,6 +111,8 @@ def main() -> None:
     @given(text=proc_text(), data=st.data())
     def campaign(text: str, data: st.DataObject) -> None:
         nonlocal runs
+        if args.time_limit and time.time() - t0 > args.time_limit:
+            raise TimeUp
         runs += 1
         if runs % 500 == 0:
             print(f"{runs} schedules, {sum(accepted.values())} steps accepted", flush=True)
@@ -134,8 +146,14 @@ def main() -> None:
                 if len(pending) >= args.batch:
                     flush()
 
-    t0 = time.time()
-    campaign()
+    def stop(signum: int, frame: object) -> None:
+        raise TimeUp
+
+    signal.signal(signal.SIGTERM, stop)  # kill PID: stop, and print what was found so far
+    try:
+        campaign()
+    except (TimeUp, KeyboardInterrupt):
+        print(f"stopped after {runs} schedules", flush=True)
     flush()
     print(f"\n{runs} schedules in {time.time() - t0:.0f} s (seed {args.seed})")
     print(f"compiled and compared: {compiled_n} schedules; mismatches: {len(mismatches)}")

@@ -76,29 +76,34 @@ plt.show()
 # ## Kernels against numpy and torch, by size
 #
 # `benchmarks/online_softmax.py` and `benchmarks/flash_attention.py` time the kernels the
-# schedules derive (checked against numpy first) and the peers. Left: the time of each by
-# problem size; right: numpy's and torch's time over cursched's (above 1: cursched is faster).
+# schedules derive (checked against numpy first) and the peers, interleaved, at one thread and
+# at all cores. Left: the time of each by problem size (solid: one thread, dashed: all cores);
+# right: numpy's and torch's time over cursched's (above 1: cursched is faster).
 
 # %%
 kernels = [runs[k] for k in ("online_softmax", "flash_attention") if k in runs]
 fig, axes = plt.subplots(len(kernels), 2, figsize=(11, 3.6 * len(kernels)), squeeze=False)
 for (left, right), run in zip(axes, kernels, strict=True):
     rows = run["rows"]
-    labels = [" x ".join(map(str, r["size"])) for r in rows]
+    labels = list(dict.fromkeys(" x ".join(map(str, r["size"])) for r in rows))
+    thread_counts = sorted({r.get("threads", 1) for r in rows})
     names = list(rows[0]["times_s"])
-    for name in names:
-        left.plot(labels, [r["times_s"][name] * 1e3 for r in rows], marker="o", label=name)
+    for t in thread_counts:
+        at = [r for r in rows if r.get("threads", 1) == t]
+        style = "-" if t == thread_counts[0] else "--"
+        for k, name in enumerate(names):
+            ms = [r["times_s"][name] * 1e3 for r in at]
+            left.plot(labels, ms, style, color=f"C{k}", marker="o", label=f"{name}, {t} thr")
+        for k, peer in enumerate(p for p in ("numpy", "torch") if p in names):
+            q = [r["times_s"][peer] / r["times_s"]["cursched"] for r in at]
+            right.plot(labels, q, style, color=f"C{k + 1}", marker="o", label=f"{peer}, {t} thr")
     left.set_yscale("log")
     left.set_ylabel("ms")
     left.set_title(f"{rows[0]['kernel']}: time", fontsize=10)
-    left.legend(fontsize=8)
-    ours = [n for n in names if n not in ("numpy", "torch")]
-    for peer in ("numpy", "torch"):
-        for name in ours[:2]:
-            q = [r["times_s"][peer] / r["times_s"][name] for r in rows]
-            right.plot(labels, q, marker="o", label=f"{peer} / {name}")
+    left.legend(fontsize=7)
     right.axhline(1.0, color="grey", linewidth=0.8)
+    right.set_yscale("log")
     right.set_title(f"{rows[0]['kernel']}: peer time / cursched time", fontsize=10)
-    right.legend(fontsize=8)
+    right.legend(fontsize=7)
 fig.tight_layout()
 plt.show()

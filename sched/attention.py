@@ -32,7 +32,15 @@ row. The schedule:
    over the keys of the tile (the head columns past a multiple of ``PV_HEADS`` in a loop of
    their own, ``tail="cut"``);
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
-   results do not depend on the number of threads.
+   results do not depend on the number of threads;
+10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
+   (``split`` into 8 lanes, ``divide_dim`` + ``set_memory`` of the register tiles, each
+   operand bound to a register by ``bind_expr``/``expand_dim``/``fission``, then
+   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), the
+   running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
+   ``mm256_exp_ps``. Every reduction keeps the scalar program's order: each score sums over
+   the head dimension in order, each row's max, sum and output over the keys in order (each
+   product fused into its add, as the compiler contracts the scalar C code).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -54,7 +62,6 @@ from cursched import (
     expand_dim,
     fission,
     fuse,
-    instr,
     lift_alloc,
     parallelize_loop,
     proc,
@@ -78,6 +85,7 @@ from cursched.platforms.x86 import (
     mm256_max_ps,
     mm256_setzero_ps,
     mm256_storeu_ps,
+    mm256_sub_guarded_ps,
 )
 
 
@@ -336,20 +344,6 @@ def _lane_operand(p: Proc, reads: tuple[Any, ...], lane: str, name: str) -> tupl
 
 LANES = 8
 """Floats of one AVX2 register."""
-
-
-@instr(
-    "{out} = _mm256_sub_ps({x}, _mm256_blendv_ps(_mm256_setzero_ps(), {m},"
-    " _mm256_cmp_ps(_mm256_set1_ps(-INFINITY), {m}, _CMP_LT_OQ)));"
-)
-def mm256_sub_guarded_ps(out: [f32][8] @ AVX2, x: [f32][8] @ AVX2, m: [f32][8] @ AVX2):
-    # the weights' exponent as scan_fuse writes it: the running max, or 0 while it is -inf
-    # (or NaN), subtracted once, as the scalar code does (bitwise equal)
-    assert stride(out, 0) == 1
-    assert stride(x, 0) == 1
-    assert stride(m, 0) == 1
-    for i in seq(0, 8):
-        out[i] = x[i] - select(-inf, m[i], m[i], 0.0)
 
 
 def inputs(nq: int, nk: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:

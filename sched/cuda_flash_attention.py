@@ -197,6 +197,11 @@ def gpu_available() -> bool:
         return False
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule_flash(attention)]
+
+
 def main() -> int:
     p = schedule_flash(attention)
     print(p)

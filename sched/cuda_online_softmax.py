@@ -95,6 +95,11 @@ def gpu_available() -> bool:
         return False
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(softmax)]
+
+
 def main() -> int:
     p = schedule(softmax)
     print(p)

@@ -139,6 +139,11 @@ def gpu_available() -> bool:
         return False
 
 
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(sgemm)]
+
+
 def main() -> int:
     p = schedule(sgemm)
     print(p)

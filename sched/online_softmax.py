@@ -1,29 +1,75 @@
 """Derive online softmax, its denominator and log-sum-exp from the plain two-pass loops.
 
 Run it with ``python sched/online_softmax.py``. Each proc works on the rows of a matrix. The
-schedule is the same for all three: the column dimension ``j`` is used twice, as a reduction
-(the running max and the sum: ``split`` by 8 and ``scan_fuse``d, one correction per tile of 8)
-and, in the softmax, as a parallel dimension (the normalisation loop, ``split`` by 16). The
-only pattern is the first step's (the first two column loops); every later step uses cursors
-an earlier step returned. The script prints each final proc, runs it in the interpreter and
-compiled, and checks it against numpy in float64 on rows that include a row starting with
-``-inf`` and a row of equal values.
+schedule is the same for all three:
+
+1. the column dimension ``j`` as a reduction: the max and the sum loops ``split`` into tiles
+   of ``reduce_tile`` columns and ``scan_fuse``d (one correction per tile);
+2. row tiles of 8 rows (``split``), every per-row value one element per row of the tile
+   (``expand_dim``, ``lift_alloc``), the column tiles outside the rows (``fission``,
+   ``reorder_loops``);
+3. a tile of the rows staged transposed (``stage_mem``, ``rearrange_dim``, allocated once per
+   row tile): a column of the tile is one vector of 8 rows;
+4. one loop per statement, the rows innermost: each row's max and sum are still reduced in
+   column order, 8 rows side by side; the row tiles ``par``;
+5.-7. with AVX2, the running max, the guarded exponent, ``exp`` and the sums as instructions
+   of ``cursched.platforms.x86`` over registers of 8 rows, and the normalisation (softmax
+   only) along the row, 8 columns at a time.
+
+The only patterns are at the start (the column loops, the row loop, the statistics); every
+later step uses cursors an earlier step returned. The script prints each final proc, runs it
+in the interpreter and compiled, and checks it against numpy in float64 on rows that include
+a row starting with ``-inf`` and a row of equal values.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import numpy as np
 
-from cursched import DRAM, Proc, proc, scan_fuse, split
+from cursched import (
+    DRAM,
+    Proc,
+    bind_expr,
+    expand_dim,
+    fission,
+    lift_alloc,
+    parallelize_loop,
+    proc,
+    rearrange_dim,
+    reorder_loops,
+    replace,
+    scan_fuse,
+    set_memory,
+    split,
+    stage_mem,
+)
+from cursched.platforms.x86 import (
+    AVX2,
+    isa,
+    mm256_acc_ps,
+    mm256_broadcast_ss_scalar,
+    mm256_div_ps,
+    mm256_exp_ps,
+    mm256_loadu_ps,
+    mm256_max_ps,
+    mm256_storeu_ps,
+    mm256_sub_guarded_ps,
+    mm256_sub_ps,
+)
+
+LANES = 8
+"""Floats of one AVX2 register: the rows of a row tile."""
 
 
 @proc
 def softmax_denominator(
     R: size, C: size, x: f32[R, C] @ DRAM, mx: f32[R] @ DRAM, den: f32[R] @ DRAM
 ):
-    assert C % 8 == 0
+    assert R % 8 == 0
+    assert C % 64 == 0
     for r in seq(0, R):
         m: f32
         m = -inf
@@ -39,7 +85,8 @@ def softmax_denominator(
 
 @proc
 def softmax(R: size, C: size, x: f32[R, C] @ DRAM, y: f32[R, C] @ DRAM):
-    assert C % 16 == 0
+    assert R % 8 == 0
+    assert C % 64 == 0
     for r in seq(0, R):
         m: f32
         m = -inf
@@ -55,7 +102,8 @@ def softmax(R: size, C: size, x: f32[R, C] @ DRAM, y: f32[R, C] @ DRAM):
 
 @proc
 def logsumexp(R: size, C: size, x: f32[R, C] @ DRAM, out: f32[R] @ DRAM):
-    assert C % 8 == 0
+    assert R % 8 == 0
+    assert C % 64 == 0
     for r in seq(0, R):
         m: f32
         m = -inf
@@ -68,19 +116,118 @@ def logsumexp(R: size, C: size, x: f32[R, C] @ DRAM, out: f32[R] @ DRAM):
         out[r] = m + log(s)
 
 
-def schedule(p: Proc, reduce_tile: int = 8, norm_tile: int = 16) -> Proc:
-    """Fuse the max and the sum one tile of ``reduce_tile`` columns at a time; tile the
-    normalisation loop (when there is one) by ``norm_tile``."""
-    # the only pattern of the schedule: the max loop and the sum loop
+def schedule(p: Proc, reduce_tile: int = 64, row_tile: int = LANES, vector: bool = True) -> Proc:
+    """Fuse the max and the sum one tile of ``reduce_tile`` columns at a time, ``row_tile``
+    rows side by side (one per vector lane, each row's reductions in column order), row tiles
+    in parallel. With ``vector`` and a CPU with AVX2, the vector code is instructions of
+    ``cursched.platforms.x86`` (needs ``row_tile == LANES``); else the compiler's."""
+    # the only patterns of the schedule: the column loops, the row loop and the statistics
     loops = p.find_loop("j", many=True)
+    rows_loop = p.find_loop("r")
+    m, s = p.find_alloc_or_arg("m"), p.find_alloc_or_arg("s")
     first, second, norm = loops[0], loops[1], loops[2:]
+    # 1. column tiles, the running max and sum fused with one correction per tile
     p, a = split(p, first, reduce_tile, ("jo", "ji"), tail="perfect")
     p, b = split(p, second, reduce_tile, ("jo", "ji"), tail="perfect")
-    p, fused = scan_fuse(p, a.outer, b.outer)
-    if norm:
-        p, _ = split(p, norm[0], norm_tile, ("jn", "jj"), tail="perfect")
-    del fused
+    p, online = scan_fuse(p, a.outer, b.outer)
+    # 2. row tiles: every per-row value one element per row of the tile
+    p, rt = split(p, rows_loop, row_tile, ("rt", "rr"), tail="perfect")
+    for stat in (m, s):
+        p, ex = expand_dim(p, stat, row_tile, "rr")
+        p, _ = lift_alloc(p, ex.alloc)
+    for buf in (online.saved[0], online.factor[0]):
+        p, ex = expand_dim(p, buf, row_tile, "rr")
+        p, _ = lift_alloc(p, ex.alloc, n_lifts=2)
+    p, _ = fission(p, online.fused.before())
+    p, around = fission(p, online.fused.after())
+    p, tiles = reorder_loops(p, around.first)
+    # 3. the tile of the rows transposed once (xt[column, row], allocated once per row tile):
+    # a column of the tile is one vector of rows
+    window = f"{row_tile} * rt:{row_tile} * rt + {row_tile}, {reduce_tile} * jo:"
+    window += f"{reduce_tile} * jo + {reduce_tile}"
+    p, xs = stage_mem(p, tiles.inner, f"x[{window}]", "xt")
+    p, _ = rearrange_dim(p, xs.alloc, (1, 0))
+    p, _ = lift_alloc(p, xs.alloc)
+    # 4. one loop per statement of the row loop, the rows innermost
+    parts = []
+    for stmt in list(p.forward(tiles.inner).body())[:-1]:
+        p, f = fission(p, p.forward(stmt).after())
+        parts.append(f.first)
+    _, maxes, _, _, sums = [*parts, f.second]
+    p, mx = reorder_loops(p, maxes)
+    p, sm = reorder_loops(p, sums)
+    p, _ = parallelize_loop(p, rt.outer)
+    if not vector or isa() is None or row_tile != LANES:
+        return p
+    # 5. AVX2: the running max of the rows in a register over the tile (mm256_max_ps,
+    # fmaxf's NaN rule)
+    p, mv = stage_mem(p, mx.outer, f"m[0:{LANES}]", "m_v", memory=AVX2)
+    p, _ = replace(p, mv.load, mm256_loadu_ps)
+    p, _ = replace(p, mv.store, mm256_storeu_ps)
+    update = p.forward(mx.inner).body()[0]
+    p, loads, rest = _lane_operand(p, (update.rhs().args()[1],), "rr", "x_m")
+    p, _ = replace(p, loads, mm256_loadu_ps)
+    p, _ = replace(p, rest, mm256_max_ps)
+    # 6. the sums in a register over the tile: guarded exponent, exp, add in column order
+    p, sv = stage_mem(p, sm.outer, f"s[0:{LANES}]", "s_v", memory=AVX2)
+    p, _ = replace(p, sv.load, mm256_loadu_ps)
+    p, _ = replace(p, sv.store, mm256_storeu_ps)
+    update = p.forward(sm.inner).body()[0]
+    p, x_s, _ = _lane_operand(p, (update.rhs().args()[0].lhs(),), "rr", "x_s")
+    guard = p.forward(update).rhs().args()[0].rhs()
+    p, m_s, _ = _lane_operand(p, (guard.args()[1], guard.args()[2]), "rr", "m_s")
+    update = p.forward(update)
+    p, arg_s, _ = _lane_operand(p, (update.rhs().args()[0],), "rr", "arg_s")
+    update = p.forward(update)
+    p, exp_s, rest = _lane_operand(p, (update.rhs(),), "rr", "exp_s")
+    for loop, ins in (
+        (x_s, mm256_loadu_ps),
+        (m_s, mm256_loadu_ps),
+        (arg_s, mm256_sub_guarded_ps),
+        (exp_s, mm256_exp_ps),
+        (rest, mm256_acc_ps),
+    ):
+        p, _ = replace(p, loop, ins)
+    if not norm:
+        return p
+    # 7. the normalisation along the row, 8 columns at a time (max and sum broadcast)
+    p, nj = split(p, norm[0], LANES, ("jv", "jl"), tail="perfect")
+    update = p.forward(nj.inner).body()[0]
+    p, x_y, _ = _lane_operand(p, (update.rhs().lhs().args()[0].lhs(),), "jl", "x_y")
+    update = p.forward(update)
+    p, m_y, _ = _lane_operand(p, (update.rhs().lhs().args()[0].rhs(),), "jl", "m_y")
+    update = p.forward(update)
+    p, s_y, _ = _lane_operand(p, (update.rhs().rhs(),), "jl", "s_y")
+    update = p.forward(update)
+    p, arg_y, _ = _lane_operand(p, (update.rhs().lhs().args()[0],), "jl", "arg_y")
+    update = p.forward(update)
+    p, exp_y, _ = _lane_operand(p, (update.rhs().lhs(),), "jl", "exp_y")
+    update = p.forward(update)
+    p, y_v, rest = _lane_operand(p, (update.rhs(),), "jl", "y_v")
+    for loop, ins in (
+        (x_y, mm256_loadu_ps),
+        (m_y, mm256_broadcast_ss_scalar),
+        (s_y, mm256_broadcast_ss_scalar),
+        (arg_y, mm256_sub_ps),
+        (exp_y, mm256_exp_ps),
+        (y_v, mm256_div_ps),
+        (rest, mm256_storeu_ps),
+    ):
+        p, _ = replace(p, loop, ins)
     return p
+
+
+def _lane_operand(p: Proc, reads: tuple[Any, ...], lane: str, name: str) -> tuple[Any, ...]:
+    """Compute ``reads`` (equal expressions of one statement in a loop over the lanes
+    ``lane``) into an ``AVX2`` register ``name`` in a loop of its own before the statement
+    (``bind_expr``, ``expand_dim``, ``lift_alloc``, ``fission``, ``set_memory``); the proc,
+    the loop computing the register and the loop of the statement."""
+    p, bound = bind_expr(p, reads, name)
+    p, ex = expand_dim(p, bound.alloc, LANES, lane)
+    p, _ = lift_alloc(p, ex.alloc)
+    p, f = fission(p, bound.assign.after())
+    p, _ = set_memory(p, ex.alloc, AVX2)
+    return p, f.first, f.second
 
 
 def rows(r: int, c: int, seed: int = 0) -> np.ndarray:
@@ -134,7 +281,7 @@ def scheduled() -> list[Proc]:
 
 
 def main() -> int:
-    x = rows(6, 64)
+    x = rows(8, 128)
     bad: list[str] = []
     for p in (softmax_denominator, softmax, logsumexp):
         q = schedule(p)

@@ -82,7 +82,7 @@ class Target(NamedTuple):
 
 
 AVX2_TARGET = Target(
-    "avx2", x86.AVX2, 8, 6, 16, 256, 48, x86.mm256_loadu_ps, x86.mm256_storeu_ps,
+    "avx2", x86.AVX2, 8, 6, 16, 256, 48, x86.mm256_loadu_ps_prefetch, x86.mm256_storeu_ps,
     x86.mm256_fmadd_ps_broadcast,
 )  # fmt: skip
 AVX512_TARGET = Target(
@@ -230,6 +230,11 @@ def check(p: Proc, sizes: list[tuple[int, int, int]]) -> float:
         scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
         worst = max(worst, float(np.max(np.abs(c - want) / scale)))
     return worst
+
+
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(sgemm)]
 
 
 def main() -> int:

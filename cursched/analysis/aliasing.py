@@ -13,6 +13,9 @@ pair of its pointer arguments of which the callee writes one:
 * the callee is **sequential**: no ``par`` loop and no instruction anywhere in it or in what
   it calls, so its C function does its accesses in the body's order; the pair is then
   reported as an ``Overlap`` and the C backend drops ``restrict`` on both parameters, or
+* the two are **one window** (provably the same offsets) and the callee is **pointwise** in
+  them (``_Facts.pointwise``: each element computed from its own old values, as in an
+  in-place ``add(acc, acc, y)``), which no access order can tell apart; or
 * the call is refused (``CallAliasError`` at definition, ``CodegenAliasError`` when compiling,
   ``ReplaceAliasError`` in ``replace``): an instruction's template or an OpenMP loop may do
   the accesses in another order (load all, then store), which overlap makes observable.

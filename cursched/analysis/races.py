@@ -34,6 +34,7 @@ from cursched.analysis.context import context_of
 from cursched.analysis.deps import conflicting, dependence, instance
 from cursched.analysis.effects import Access, block_effects
 from cursched.analysis.kernels import is_thread_loop, kernel_layout, kernels
+from cursched.errors import RaceError
 from cursched.ir.barrier import is_barrier
 from cursched.ir.memory import GLOBAL, SHARED
 from cursched.ir.nodes import Alloc, Assign, Call, For, If, ProcDef, Reduce, Scope, Stmt
@@ -43,7 +44,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_stmts
 
 
-class KernelRaceError(SafetyError):
+class KernelRaceError(SafetyError, RaceError):
     """A kernel is not race-free (base of the barrier checker's errors)."""
 
 

@@ -1,10 +1,11 @@
 """The reference interpreter: runs a proc on numpy arrays and Python ints.
 
 It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
-for speed: each ``ProcDef`` is compiled once into a tree of Python closures
-(``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for expressions) and
-cached; running it binds and validates the arguments, checks
-the asserts and calls the compiled body.
+for speed: each ``ProcDef`` is compiled once into the source of a Python function over plain
+Python numbers (``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for
+expressions) and cached; running it binds and validates the arguments (a generated fast path
+for the common case, the general binding here otherwise), copies the arrays into lists (views
+of one array share one), checks the asserts, runs the body and writes the lists back.
 
 Example:
     >>> interpret(sgemm, 64, 64, 64, A, B, C)     # doctest: +SKIP
@@ -412,7 +413,7 @@ def eval_control(e: Expr, values: Mapping[Sym, Any]) -> Any:
     """Evaluate control expression ``e`` (an assert, a shape) with ``values`` for its symbols.
 
     A slow tree walk for tools (argument generators, error messages); the interpreter itself
-    runs compiled closures. ``values`` maps size/index/bool symbols to Python values and, for
+    runs generated code. ``values`` maps size/index/bool symbols to Python values and, for
     ``stride``, tensor symbols to numpy arrays.
 
     Raises:

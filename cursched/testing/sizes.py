@@ -200,8 +200,8 @@ def draw_controls(
     preds = "; ".join(fmt_expr(e) for e in pd.preds)
     if not sizes and _provably_unsatisfiable(pd):
         raise UnsatisfiableAssertsError(
-            f"no inputs satisfy the asserts of {pd.name} ({preds}): they contradict each other"
-            " (or the sizes' positivity), so there is nothing to run it on"
+            f"could not draw arguments of {pd.name} satisfying its asserts ({preds}): no"
+            " inputs satisfy them, they contradict each other (or the sizes' positivity)"
         )
     given = f" with {dict(sizes)} pinned" if sizes else ""
     raise UnsatisfiableAssertsError(

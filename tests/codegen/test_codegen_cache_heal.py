@@ -234,3 +234,14 @@ def test_parse_bytes() -> None:
     assert parse_bytes("100") == 100
     with pytest.raises(ValueError):
         parse_bytes("big")
+
+
+def test_elf_completeness(fresh_cache: Path) -> None:
+    # a library with a large zero-initialised array: its last segment is bigger in memory
+    # than in the file, which is complete all the same
+    src = "static float cs_arena[1 << 20];\nfloat *cs_get(void) { return cs_arena; }\n"
+    data = build_library("arena", src, ("-O1",)).data
+    assert build.elf_complete(data)
+    assert not build.elf_complete(data[: len(data) - 64])
+    assert not build.elf_complete(data[:100])
+    assert not build.elf_complete(b"")

@@ -18,11 +18,13 @@ from cursched import (
     BadNameError,
     add_loop,
     bind_expr,
+    divide_with_recompute,
     extract_subproc,
     mult_loops,
     proc,
     rename,
     split,
+    split_scan,
     stage_mem,
 )
 from cursched.frontend import parse_source
@@ -34,6 +36,8 @@ from cursched.primitives.loops.loop_shapes import MultNameError
 from cursched.primitives.loops.loop_split import SplitNamesError
 from cursched.primitives.loops.loop_wrap import AddLoopNameError
 from cursched.primitives.loops.procs import InvalidNameError
+from cursched.primitives.loops.recompute import RecomputeNamesError
+from cursched.primitives.scans.split_scan import SplitScanNameError
 
 
 @proc
@@ -45,6 +49,23 @@ def grid(n: size, x: f32[4, 8] @ DRAM, y: f32[n] @ DRAM):
         y[k] = y[k] * 0.5
 
 
+@proc
+def prefix_sum(n: size, x: f32[n], y: f32[n]):
+    assert n % 4 == 0
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += x[i]
+        y[i] = s
+
+
+@proc
+def long(n: size, x: f32[n], y: f32[n]):
+    assert n >= 9
+    for i in seq(0, n):
+        y[i] = x[i] + 1.0
+
+
 # each name-taking primitive, as a call with the name to try, and its precondition class
 CALLS: dict[str, tuple[Callable[[str], Any], type[BadNameError]]] = {
     "split": (lambda nm: split(grid, "j", 4, names=(nm, "jj")), SplitNamesError),
@@ -54,7 +75,16 @@ CALLS: dict[str, tuple[Callable[[str], Any], type[BadNameError]]] = {
     "rename": (lambda nm: rename(grid, nm), InvalidNameError),
     "extract_subproc": (lambda nm: extract_subproc(grid, "for j in _: _", nm), ExtractNameError),
     "bind_expr": (lambda nm: bind_expr(grid, [grid.find("y[_] * 0.5")], nm), BadBindNameError),
+    "split_scan": (lambda nm: split_scan(prefix_sum, "i", 4, names=(nm, "ii")), SplitScanNameError),
+    "divide_with_recompute": (
+        lambda nm: divide_with_recompute(long, "i", 3, 3, (nm, "ii")),
+        RecomputeNamesError,
+    ),
 }
+
+# ``scope``'s name is a label, printed as a string literal (``with scope("name"):``), not a
+# binding: any non-empty string reads back
+LABELS = {"scope"}
 
 
 def _name_taking_primitives() -> set[str]:
@@ -76,7 +106,7 @@ def test_every_name_taking_primitive_is_in_the_table() -> None:
     # and no primitive takes a name without the shared check
     for name in cursched.primitives.__all__:
         prim = getattr(cursched, name)
-        if getattr(prim, "__cursched_primitive__", False) and name not in CALLS:
+        if getattr(prim, "__cursched_primitive__", False) and name not in set(CALLS) | LABELS:
             params = inspect.signature(prim).parameters
             assert not {"name", "names", "new_name"} & set(params), name
 

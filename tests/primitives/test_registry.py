@@ -90,7 +90,9 @@ def test_cursors_dataclass_iterates_and_shows() -> None:
     assert "field" in text and "kind" in text and "source" in text and "line" in text
     assert "buffer    Alloc" in text and "exprs[0]" in text and "nothing   invalid" in text
     html = res._repr_html_()
-    assert "<table>" in html and "<td><code>buffer</code></td>" in html
+    # the table's cells are left-aligned (Jupyter right-aligns them otherwise)
+    cell = '<td style="text-align:left;padding:1px 10px 1px 0">'
+    assert "<table" in html and f"{cell}<code>buffer</code></td>" in html
     with pytest.raises(AttributeError):
         res.buffer = None  # type: ignore[misc]  # frozen
 

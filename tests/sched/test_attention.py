@@ -13,6 +13,7 @@ import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from cursched import Memory, Proc
+from cursched.codegen.c.unit import generate_unit
 from cursched.testing import assert_equivalent
 
 from .scripts import ROOT, assert_history_replays, load_module, run_file
@@ -158,3 +159,19 @@ def test_histories_replay(script: ModuleType, flash: Proc) -> None:
     ):
         base = getattr(script, name)
         assert_history_replays(sched(base), **{name: base}, **instrs)
+
+
+def test_vector_instructions_in_the_inner_loops_of_the_c(flash: Proc) -> None:
+    c = generate_unit("fa", [flash.ir()]).c_source
+    # the micro-kernels' bodies: fused multiply-adds with a broadcast, tiles of registers
+    for call in (
+        "s_acc[ij][rv] = _mm256_fmadd_ps(rows_v, _mm256_broadcast_ss((K + ",
+        "o_acc[dj][rv] = _mm256_fmadd_ps(rows_v, _mm256_broadcast_ss((V + ",
+        "m_v[rv] = _mm256_blendv_ps(_mm256_max_ps(m_v[rv], score_v)",
+        "exp_w = cs_exp256_ps(arg_w);",
+        "__m256 s_acc[4][2];",
+        "__m256 o_acc[4][2];",
+    ):
+        assert call in c, call
+    assert "cs_fmax_float(" not in c  # no scalar running max left
+    assert c.count("expf(") == 1  # the one scalar exp: the correction, once per tile and row

@@ -17,8 +17,11 @@ from typing import Any
 import pytest
 
 from cursched import Proc
+from cursched.analysis.kernels import kernels
 from cursched.cli import SCHEDULED, main
 from cursched.codegen.c import generate_unit
+from cursched.codegen.cuda import generate_cuda
+from cursched.errors import CurschedError
 
 from .scripts import ROOT, load_module
 
@@ -34,6 +37,10 @@ EXPECTED: dict[str, Callable[[Any], list[Proc]]] = {
     "prefix_scan": lambda m: [m.discounted_scan, m.schedule(m.scan_normalised)[0]],
     "attention": lambda m: [m.schedule_row(m.attention_row), m.schedule_flash(m.attention)],
     "quickstart": lambda m: [m.softmax],
+    "sgemm_x86": lambda m: [m.schedule(m.sgemm)],
+    "cuda_sgemm": lambda m: [m.schedule(m.sgemm)],
+    "cuda_online_softmax": lambda m: [m.schedule(m.softmax)],
+    "cuda_flash_attention": lambda m: [m.schedule_flash(m.attention)],
 }
 # Files whose procs are used as written (nothing to schedule).
 UNSCHEDULED = {"quickstart"}
@@ -59,6 +66,9 @@ def test_compile_writes_the_scheduled_procs(
         f" `def {SCHEDULED}() -> list[Proc]` returning the scheduled procs (docs/cli.md)"
     )
     expected = EXPECTED.get(path.stem, lambda m: list(m.scheduled()))(mod)
+    if any(any(True for _ in kernels(p.ir())) for p in expected):
+        _check_cuda(path, expected, tmp_path, capsys)
+        return
     assert main(["compile", str(path), "-o", str(tmp_path)]) == 0
     assert "warning" not in capsys.readouterr().err
     written = (tmp_path / f"{path.stem}.c").read_text()
@@ -74,3 +84,21 @@ def test_compile_writes_the_scheduled_procs(
         assert alone != naive
         assert main(["compile", f"{path}:{p.name()}", "-o", str(tmp_path), "--name", "one"]) == 0
         assert (tmp_path / "one.c").read_text() == alone
+
+
+def _check_cuda(
+    path: Path, expected: list[Proc], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CUDA schedule (kernels in its procs): ``compile --target cuda`` writes their .cu."""
+    assert all(p.version > 0 for p in expected), f"sched/{path.name}: an unscheduled proc"
+    for p in expected:
+        argv = ["compile", f"{path}:{p.name()}", "--target", "cuda", "-o", str(tmp_path)]
+        assert main([*argv, "--name", "one"]) == 0
+        assert "warning" not in capsys.readouterr().err
+        written = (tmp_path / "one.cu").read_text()
+        assert written == generate_cuda(p.ir()).source
+        try:  # the input, when it has kernels at all, gives other CUDA
+            naive = generate_cuda(_root(p).ir()).source
+        except CurschedError:
+            continue
+        assert written != naive

@@ -16,7 +16,7 @@ ctypes releases the GIL during the call (``CDLL``, not ``PyDLL``).
 The shim also refuses overlapping arrays (docs/semantics.md, "Aliasing"): two arrays whose
 byte spans meet while the proc writes one, or a written window whose strides may reach one
 element twice, make it return a code before any C runs; the wrapper then decides exactly
-(``np.shares_memory``), raising ``ArgumentError`` or calling again unchecked. A failed heap
+(``np.shares_memory``), raising ``ArgumentError`` or calling ``cs_entry_unchecked_*``. A failed heap
 allocation inside the call makes it return -1: ``AllocationError``.
 """
 
@@ -361,10 +361,10 @@ def _wrapper_source(p: ProcDef, specs: tuple[ArgSpec, ...], shim: bool) -> str:
         add(f"        _c.assert_failed({k}, ({', '.join(local[a.sym] for a in p.args)},))")
     everything = f"({', '.join(local[a.sym] for a in p.args)}{',' if n == 1 else ''})"
     if shim:
-        # The shim checks overlaps (cs_check = 1) and reports failed allocations.
-        add(f"    r = _fn(1, {', '.join(call_args)})")
+        # The shim checks overlaps and reports failed allocations.
+        add(f"    r = _fn({', '.join(call_args)})")
         add("    if r:")
-        add(f"        _c.status(r, {everything}, lambda: _fn(0, {', '.join(call_args)}))")
+        add(f"        _c.status(r, {everything}, lambda: _fnu({', '.join(call_args)}))")
     else:
         conflict = any(
             specs[i].written or specs[j].written for i in arrays for j in arrays if i < j
@@ -388,7 +388,7 @@ def _at_boundary(src: str) -> str:
 
 
 def _ctypes_argtypes(f: CFunction, shim: bool) -> list[Any]:
-    out: list[Any] = [ctypes.c_int64] if shim else []  # the shim's ``cs_check``
+    out: list[Any] = []
     for cp in f.params:
         t = cp.arg.type
         if isinstance(t, ControlType):
@@ -467,12 +467,18 @@ def compile_proc(
     if sanitize:
         from cursched.codegen.c.sanitize import SanitizedCall
 
-        runner = fn = SanitizedCall(built.lib_path, entry, _ctypes_argtypes(root, shim))
+        argtypes = _ctypes_argtypes(root, shim)
+        runner = fn = SanitizedCall(built.lib_path, entry, argtypes)
+        unchecked: Any = SanitizedCall(built.lib_path, f"cs_entry_unchecked_{root.cname}", argtypes)
     else:
-        fn = getattr(load_library(built), entry)
-        fn.argtypes = _ctypes_argtypes(root, shim)
-        fn.restype = ctypes.c_int if shim else None
+        lib = load_library(built)
+        fn = getattr(lib, entry)
+        unchecked = getattr(lib, f"cs_entry_unchecked_{root.cname}")
+        for f in (fn, unchecked):
+            f.argtypes = _ctypes_argtypes(root, shim)
+            f.restype = ctypes.c_int if shim else None
     ns: dict[str, Any] = {"_c": Checker(p, specs), "_fn": fn, "_nd": np.ndarray, "_sc": ((), (1,))}
+    ns["_fnu"] = unchecked
     if not shim:
         # (a sanitized library cannot be loaded here: its failures go unseen)
         ns["_failures"] = int if sanitize else _failure_count(built, root.cname)

@@ -249,18 +249,18 @@ static int cs_np_self_overlaps(void *o, intptr_t itemsize) {
 def _entry_text(roots: tuple[CFunction, ...]) -> str:
     """The ``cs_entry_<name>`` shims of the roots.
 
-    A shim takes ``cs_check`` first, then the root's parameters with numpy array objects in
-    place of pointers. When ``cs_check`` is nonzero it first looks for overlapping arrays:
-    any two whose spans meet while the root writes one, and a written window whose strides
-    may make it overlap itself; it then returns ``1 + i * N + j`` (``N`` parameters, ``i <=
-    j`` their positions) without calling the root, and the wrapper decides exactly (numpy's
-    ``shares_memory``) and calls again with ``cs_check = 0`` if they do not share memory.
-    Otherwise it returns ``-1`` when an allocation failed during the call, else 0.
+    A shim takes the root's parameters with numpy array objects in place of pointers. It
+    first looks for overlapping arrays: any two whose spans meet while the root writes one,
+    and a written window whose strides may make it overlap itself; it then returns
+    ``1 + i * N + j`` (``N`` parameters, ``i <= j`` their positions) without calling the
+    root, and the wrapper decides exactly (numpy's ``shares_memory``) and calls
+    ``cs_entry_unchecked_<name>`` if they do not share memory. Both return ``-1`` when an
+    allocation failed during the call, else 0.
     """
     shims: list[str] = []
     for f in roots:
         written = written_args(f.proc)
-        decls: list[str] = ["int_fast64_t cs_check"]
+        decls: list[str] = []
         args: list[str] = []
         arrays: list[tuple[int, str, str, bool]] = []  # (position, name, ctype, window)
         for k, cp in enumerate(f.params):
@@ -301,16 +301,20 @@ def _entry_text(roots: tuple[CFunction, ...]) -> str:
             for k, n, ct, _ in arrays
             if k in used
         ]
-        body = ["    if (cs_check) {", *head, *checks, "    }"] if checks else []
+        names = [d.rsplit(" ", 1)[1].lstrip("*") for d in decls]
         shims.append(
             "\n".join(
                 [
-                    f"int cs_entry_{f.cname}({', '.join(decls)}) {{",
-                    *body,
+                    f"int cs_entry_unchecked_{f.cname}({', '.join(decls) or 'void'}) {{",
                     "    unsigned before = __atomic_load_n(&cs_alloc_failures, __ATOMIC_RELAXED);",
                     f"    {f.cname}({', '.join(args)});",
                     "    return __atomic_load_n(&cs_alloc_failures, __ATOMIC_RELAXED) != before"
                     " ? -1 : 0;",
+                    "}",
+                    "",
+                    f"int cs_entry_{f.cname}({', '.join(decls) or 'void'}) {{",
+                    *[line.removeprefix("    ") for line in head + checks],
+                    f"    return cs_entry_unchecked_{f.cname}({', '.join(names)});",
                     "}",
                 ]
             )

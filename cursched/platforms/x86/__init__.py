@@ -12,8 +12,9 @@ whose instructions the CPU lacks (``CodegenError``).
 from __future__ import annotations
 
 from cursched.codegen.cpu import cpu_features
-from cursched.platforms.x86 import avx2, avx512
+from cursched.platforms.x86 import avx2, avx2_arith, avx512
 from cursched.platforms.x86.avx2 import *  # noqa: F403 - the library's instructions
+from cursched.platforms.x86.avx2_arith import *  # noqa: F403
 from cursched.platforms.x86.avx512 import *  # noqa: F403
 from cursched.platforms.x86.memories import AVX2, AVX512, VectorMemory
 
@@ -24,6 +25,7 @@ __all__ = [
     "cpu_features",
     "isa",
     *avx2.__all__,
+    *avx2_arith.__all__,
     *avx512.__all__,
 ]
 

@@ -29,6 +29,7 @@ __all__ = [
     "mm256_fmadd_ps",
     "mm256_fmadd_ps_broadcast",
     "mm256_loadu_ps",
+    "mm256_loadu_ps_prefetch",
     "mm256_maskload_ps",
     "mm256_maskstore_ps",
     "mm256_max_ps",
@@ -46,6 +47,16 @@ _MASK = "_mm256_cmpgt_epi32(_mm256_set1_epi32((int){N}), _mm256_setr_epi32(0, 1,
 
 @instr("{dst} = _mm256_loadu_ps({src});")
 def mm256_loadu_ps(dst: [f32][8] @ AVX2, src: [f32][8] @ DRAM):
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    for i in seq(0, 8):
+        dst[i] = src[i]
+
+
+@instr("{dst} = _mm256_loadu_ps({src}); _mm_prefetch((const char *)({src}) + 1024, _MM_HINT_T0);")
+def mm256_loadu_ps_prefetch(dst: [f32][8] @ AVX2, src: [f32][8] @ DRAM):
+    # the load, and a hint to fetch the line 1 KiB ahead (a packed panel read in order):
+    # a prefetch never faults nor changes memory, so the meaning is the load's
     assert stride(src, 0) == 1
     assert stride(dst, 0) == 1
     for i in seq(0, 8):

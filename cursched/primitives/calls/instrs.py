@@ -17,7 +17,7 @@ from typing import Any
 
 from cursched.cursors import Editor
 from cursched.cursors.edits import Rewrite
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError
 from cursched.ir.nodes import InstrInfo, ProcDef
 from cursched.ir.types import ControlType, DataType, TensorType
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
@@ -26,12 +26,12 @@ from cursched.proc import Proc
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class InstrTemplateError(SchedulingError):
+class InstrTemplateError(BadArgumentError):
     """make_instr, precondition 1: the template or the global text is not a string, or the
     template is empty."""
 
 
-class InstrPlaceholderError(SchedulingError):
+class InstrPlaceholderError(BadArgumentError):
     """make_instr, precondition 2: the template names a placeholder that no parameter has."""
 
 

@@ -20,7 +20,7 @@ from cursched.analysis.effects import proc_effects
 from cursched.cursors import Editor, GapCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import CallCursor
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, DependenceError, NotProvenError, SchedulingError
 from cursched.frontend.typecheck import extent
 from cursched.ir.nodes import (
     Call,
@@ -45,24 +45,24 @@ from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primit
 from cursched.proc import Proc
 
 
-class NoopCallNotProcError(SchedulingError):
+class NoopCallNotProcError(BadArgumentError):
     """insert_noop_call, precondition 1: the callee is not a proc."""
 
 
-class NoopCallHasEffectError(SchedulingError):
+class NoopCallHasEffectError(DependenceError):
     """insert_noop_call, precondition 2: the callee writes a buffer the caller can see."""
 
 
-class NoopCallArityError(SchedulingError):
+class NoopCallArityError(BadArgumentError):
     """insert_noop_call, precondition 3: not one argument per parameter of the callee."""
 
 
-class NoopCallArgumentError(SchedulingError):
+class NoopCallArgumentError(BadArgumentError):
     """insert_noop_call, precondition 4: an argument does not fit its parameter (not a name,
     window or expression of the parameter's kind visible at the gap)."""
 
 
-class NoopCallPreconditionError(SchedulingError):
+class NoopCallPreconditionError(NotProvenError):
     """insert_noop_call, precondition 5: the arguments do not provably satisfy the callee's
     asserts, shapes or bounds."""
 

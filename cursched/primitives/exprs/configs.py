@@ -20,7 +20,13 @@ from typing import Any
 from cursched.cursors import AssignCursor, Editor, ExprCursor, GapCursor, NodeLoc, StmtCursor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    DependenceError,
+    SchedulingError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.config import ConfigDef, ConfigField
 from cursched.ir.nodes import (
     EXPR_TYPES,
@@ -43,35 +49,35 @@ from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primit
 from cursched.proc import Proc
 
 
-class ConfigFieldError(SchedulingError):
+class ConfigFieldError(BadArgumentError):
     """bind_config / write_config, precondition 1: not a configuration and one of its field
     names."""
 
 
-class BindConfigPlaceError(SchedulingError):
+class BindConfigPlaceError(ShapeMismatchError):
     """bind_config, precondition 2: the expression is not a data value on the right of an
     ``=`` or ``+=``."""
 
 
-class BindConfigPrecisionError(SchedulingError):
+class BindConfigPrecisionError(TypeMismatchError):
     """bind_config, precondition 3: the field's type is not the precision the expression is
     computed in."""
 
 
-class ConfigObservedError(SchedulingError):
+class ConfigObservedError(DependenceError):
     """bind_config / write_config, precondition 4 (3): another read of the field could see
     the new write."""
 
 
-class WriteConfigValueError(SchedulingError):
+class WriteConfigValueError(BadArgumentError):
     """write_config, precondition 2: the value is not a data expression visible at the gap."""
 
 
-class DeleteConfigNotWriteError(SchedulingError):
+class DeleteConfigNotWriteError(ShapeMismatchError):
     """delete_config, precondition 1: the statement is not an ``=`` to a configuration field."""
 
 
-class DeleteConfigLiveError(SchedulingError):
+class DeleteConfigLiveError(DependenceError):
     """delete_config, precondition 2: a read of the field may see the write."""
 
 

@@ -14,21 +14,27 @@ from cursched.cursors import Editor, GapCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import CallCursor, StmtCursor
 from cursched.cursors.tree import walk_stmts
-from cursched.errors import SchedulingError
+from cursched.errors import RaceError, ShapeMismatchError
 from cursched.ir.barrier import barrier
 from cursched.ir.nodes import Scope
 from cursched.ir.paths import get_at
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 # --------------------------------------------------------------------------- insert_barrier
 
 
-class BarrierOutsideKernelError(SchedulingError):
+class BarrierOutsideKernelError(ShapeMismatchError):
     """insert_barrier, precondition 1: the gap is not inside a ``target="cuda"`` scope."""
 
 
-class BarrierDivergentError(SchedulingError):
+class BarrierDivergentError(ShapeMismatchError):
     """insert_barrier, precondition 2: the gap is inside a thread loop (thread-divergent)."""
 
 
@@ -82,6 +88,7 @@ def insert_barrier(proc: Proc, gap: GapCursor) -> Rewrite[InsertBarrierCursors]:
         if is_thread_loop(get_at(ir, parent[:k])):
             msg = "inside a thread loop: only some threads would reach the barrier"
             raise fail(BarrierDivergentError, "insert_barrier", msg, gap)
+    checks_passed()
     ed = Editor(ir)
     new = ed.insert(gap.gap(), (barrier(),))
     return ed.done(InsertBarrierCursors, barrier=NodeLoc(new.stmt_paths()[0]))
@@ -90,11 +97,11 @@ def insert_barrier(proc: Proc, gap: GapCursor) -> Rewrite[InsertBarrierCursors]:
 # -------------------------------------------------------------------------- insert_barriers
 
 
-class NotAKernelError(SchedulingError):
+class NotAKernelError(ShapeMismatchError):
     """insert_barriers, precondition 1: the statement is not a ``target="cuda"`` scope."""
 
 
-class BarriersUnfixableError(SchedulingError):
+class BarriersUnfixableError(RaceError):
     """insert_barriers, precondition 2: the kernel has a problem no barrier fixes (a barrier
     inside a thread loop, or a SHARED/GLOBAL write outside every thread loop)."""
 

@@ -20,48 +20,54 @@ from cursched.analysis.kernels import (
 from cursched.cursors import Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import update_at
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, RaceError, ScopeError, ShapeMismatchError
 from cursched.ir.nodes import CUDA_AXES, For, ProcDef, Scope
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, walk_stmts
 from cursched.primitives.loops.loop_common import safety
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 _NAME = "bind_loop"
 
 
-class BindAxisError(SchedulingError):
+class BindAxisError(BadArgumentError):
     """bind_loop, precondition 1: the axis is not one of ``blockIdx.x|y|z``,
     ``threadIdx.x|y|z``."""
 
 
-class BindOutsideKernelError(SchedulingError):
+class BindOutsideKernelError(ShapeMismatchError):
     """bind_loop, precondition 2: the loop is not inside a ``target="cuda"`` scope."""
 
 
-class BindAxisTwiceError(SchedulingError):
+class BindAxisTwiceError(ShapeMismatchError):
     """bind_loop, precondition 3: a loop around or inside it is bound to the same axis."""
 
 
-class BindBlockNestingError(SchedulingError):
+class BindBlockNestingError(ShapeMismatchError):
     """bind_loop, precondition 4: a block loop sits inside something other than block loops
     (block loops enclose thread loops, never the other way round)."""
 
 
-class BindGridBoundsError(SchedulingError):
+class BindGridBoundsError(ScopeError):
     """bind_loop, precondition 5: a block loop's bounds use more than the proc's arguments."""
 
 
-class BindTripCountError(SchedulingError):
+class BindTripCountError(ShapeMismatchError):
     """bind_loop, precondition 6: a thread loop's trip count is not a constant."""
 
 
-class BindThreadLimitError(SchedulingError):
+class BindThreadLimitError(BadArgumentError):
     """bind_loop, precondition 7: the block would have more than 1024 threads."""
 
 
-class BindRaceError(SchedulingError):
+class BindRaceError(RaceError):
     """bind_loop, precondition 8: the loop's iterations are not independent."""
 
 
@@ -196,6 +202,7 @@ def bind_loop(
             check_parallel(ir, path, primitive=_NAME)
         except ParallelError as e:
             raise safety(BindRaceError, _NAME, e, loop) from e
+    checks_passed()
     ed = Editor(ir)
     out = ed.replace(loop.as_block().block(), (loop.loop().replace(mode="par", axis=ax),))
     return ed.done(BindLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))

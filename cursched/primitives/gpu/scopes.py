@@ -10,11 +10,17 @@ from cursched.analysis.kernels import scope_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import ScopeCursor, StmtCursor
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, BadNameError, ScopeError, ShapeMismatchError
 from cursched.ir.nodes import For, ProcDef, Scope
 from cursched.ir.traversal import walk_stmts
 from cursched.primitives.loops.loop_wrap import escaping_names
-from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.registry import (
+    PrimCursors,
+    checks_passed,
+    fail,
+    prim_cursors,
+    primitive,
+)
 from cursched.proc import Proc
 
 TARGETS = ("cuda",)
@@ -22,23 +28,23 @@ TARGETS = ("cuda",)
 # ------------------------------------------------------------------------------------ scope
 
 
-class ScopeNameError(SchedulingError):
+class ScopeNameError(BadNameError):
     """scope, precondition 1: the name is not a non-empty string."""
 
 
-class ScopeNameTakenError(SchedulingError):
+class ScopeNameTakenError(BadNameError):
     """scope, precondition 2: another scope of the proc has that name."""
 
 
-class ScopeTargetError(SchedulingError):
+class ScopeTargetError(BadArgumentError):
     """scope, precondition 3: the target is neither None nor ``"cuda"``."""
 
 
-class ScopeNestedKernelError(SchedulingError):
+class ScopeNestedKernelError(ShapeMismatchError):
     """scope, precondition 4: a cuda scope would enclose or sit inside another cuda scope."""
 
 
-class ScopeEscapeError(SchedulingError):
+class ScopeEscapeError(ScopeError):
     """scope, precondition 5: the block declares names that statements after it use."""
 
 
@@ -130,6 +136,7 @@ def scope(
     tg = _check_target(target)
     _check_kernel_nesting(ir, block, tg)
     _check_escape(ir, block)
+    checks_passed()
     ed = Editor(ir)
     at = ed.wrap(block.block(), lambda stmts: Scope(nm, stmts, tg))
     body = BlockLoc(at.path, "body", 0, len(block))
@@ -139,11 +146,11 @@ def scope(
 # ---------------------------------------------------------------------------------- unscope
 
 
-class NotAScopeError(SchedulingError):
+class NotAScopeError(ShapeMismatchError):
     """unscope, precondition 1: the statement is not a scope."""
 
 
-class UnscopeBoundLoopsError(SchedulingError):
+class UnscopeBoundLoopsError(ScopeError):
     """unscope, precondition 2: a cuda scope holds loops bound to CUDA axes."""
 
 
@@ -193,6 +200,7 @@ def unscope(proc: Proc, scope: StmtCursor) -> Rewrite[UnscopeCursors]:
     if bound:
         msg = f"loop {bound[0].iter.name} is bound to {bound[0].axis}; it needs its cuda scope"
         raise fail(UnscopeBoundLoopsError, "unscope", msg, scope)
+    checks_passed()
     ed = Editor(proc.ir())
     out = ed.replace(scope.as_block().block(), node.body, hint="removed by unscope; use .block")
     return ed.done(UnscopeCursors, block=out)

@@ -18,7 +18,7 @@ from cursched.analysis.conditions import ConditionError, check_always
 from cursched.cursors import BlockCursor, BlockLoc, Editor
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import IfCursor
-from cursched.errors import SchedulingError
+from cursched.errors import BadArgumentError, NotProvenError, ScopeError
 from cursched.ir.nodes import Expr, If, Stmt
 from cursched.primitives.loops.loop_common import safety
 from cursched.primitives.loops.loop_wrap import escaping_names
@@ -27,16 +27,16 @@ from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primit
 from cursched.proc import Proc
 
 
-class GuardConditionError(SchedulingError):
+class GuardConditionError(BadArgumentError):
     """add_unsafe_guard, precondition 1: the condition is not a control condition over the
     names visible at the block."""
 
 
-class GuardScopeError(SchedulingError):
+class GuardScopeError(ScopeError):
     """add_unsafe_guard, precondition 2: the block declares names that later statements use."""
 
 
-class GuardNotAlwaysTrueError(SchedulingError):
+class GuardNotAlwaysTrueError(NotProvenError):
     """add_unsafe_guard, precondition 3: the condition may be false where the block runs."""
 
 

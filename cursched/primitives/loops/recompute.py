@@ -10,7 +10,7 @@ Registered with ``@primitive`` (``cursched.primitives.registry``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from cursched.analysis import affine as af
 from cursched.analysis import smt
@@ -20,9 +20,15 @@ from cursched.analysis.context import context_of
 from cursched.cursors import BlockLoc, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import BlockCursor
-from cursched.errors import SchedulingError
+from cursched.errors import (
+    BadArgumentError,
+    BadNameError,
+    DependenceError,
+    NotProvenError,
+)
 from cursched.ir.nodes import Expr, For
 from cursched.ir.symbols import Sym
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
     aff,
     expr_of,
@@ -32,35 +38,34 @@ from cursched.primitives.loops.loop_common import (
     same_pairs,
     subst_simplify,
 )
-from cursched.primitives.loops.loop_wrap import valid_name
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
 from cursched.proc import Proc
 
 
-class RecomputeNamesError(SchedulingError):
+class RecomputeNamesError(BadNameError):
     """divide_with_recompute, precondition 1: the new names are not two different identifiers."""
 
 
-class RecomputeStrideError(SchedulingError):
+class RecomputeStrideError(BadArgumentError):
     """divide_with_recompute, precondition 2: the stride is not a positive integer."""
 
 
-class RecomputeTooManyTilesError(SchedulingError):
+class RecomputeTooManyTilesError(NotProvenError):
     """divide_with_recompute, precondition 4: ``outer_hi * outer_stride`` may exceed the
     loop's trip count (the tiles would run iterations the loop never had)."""
 
 
-class RecomputeNoTileError(SchedulingError):
+class RecomputeNoTileError(NotProvenError):
     """divide_with_recompute, precondition 5: the loop may run while ``outer_hi`` is not
     positive (no tile would run its iterations)."""
 
 
-class RecomputeDependenceError(SchedulingError):
+class RecomputeDependenceError(DependenceError):
     """divide_with_recompute, precondition 6: iterations of the loop depend on each other
     (tiles run them out of order)."""
 
 
-class RecomputeNotIdempotentError(SchedulingError):
+class RecomputeNotIdempotentError(NotProvenError):
     """divide_with_recompute, precondition 7: the body is not idempotent (overlapping tiles
     run some iterations twice)."""
 
@@ -78,15 +83,6 @@ class DivideWithRecomputeCursors(PrimCursors):
     outer: ForCursor
     inner: ForCursor
     body: BlockCursor
-
-
-def _check_names(names: Any, loop: ForCursor) -> tuple[str, str]:
-    ok = isinstance(names, tuple | list) and len(names) == 2
-    pair = tuple(names) if ok else ("", "")
-    if not (valid_name(pair[0]) and valid_name(pair[1]) and pair[0] != pair[1]):
-        msg = f"new_iters must be two different identifiers, got {names!r}"
-        raise fail(RecomputeNamesError, "divide_with_recompute", msg, loop)
-    return str(pair[0]), str(pair[1])
 
 
 def _check_stride(stride: Any, loop: ForCursor) -> int:
@@ -152,7 +148,7 @@ def divide_with_recompute(
     loop: ForCursor,
     outer_hi: Any,
     outer_stride: int,
-    new_iters: tuple[str, str],
+    new_iters: Annotated[tuple[str, str], NewName(RecomputeNamesError, at="loop", count=2)],
     unsafe_skip_checks: bool = False,
 ) -> Rewrite[DivideWithRecomputeCursors]:
     """Divide a loop into ``outer_hi`` overlapping tiles ``outer_stride`` apart.
@@ -206,7 +202,7 @@ def divide_with_recompute(
                                                         t[4 * yo + yi] = 2.0 * x[4 * yo + yi]
     """
     name = "divide_with_recompute"
-    oname, iname = _check_names(new_iters, loop)
+    oname, iname = new_iters  # checked by the registry (arguments.NewName)
     stride = _check_stride(outer_stride, loop)
     ir, path, L = proc.ir(), loop.path(), loop.loop()
     tiles = index_expr(ir, path, outer_hi, name, loop, "outer_hi")

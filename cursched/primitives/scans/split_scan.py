@@ -9,6 +9,8 @@ and the rule table deciding how its update combines are in
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from cursched.analysis import affine as af
 from cursched.analysis.checks import NotDivisibleError, check_divides
 from cursched.cursors import AllocCursor, Editor, ForCursor, NodeLoc, NoLoc
@@ -18,7 +20,7 @@ from cursched.ir.memory import DRAM
 from cursched.ir.nodes import Alloc, Assign, BinOp, Const, Expr, Extern, For, If, Read, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL, INDEX, DataType, TensorType
-from cursched.primitives.arguments import check_new_name
+from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
     expr_of,
     int_const,
@@ -229,7 +231,12 @@ def _fixup(b: _Builder) -> For:
 
 @primitive
 def split_scan(
-    proc: Proc, loop: ForCursor, chunk: int, names: tuple[str, str] | None = None
+    proc: Proc,
+    loop: ForCursor,
+    chunk: int,
+    names: Annotated[
+        tuple[str, str] | None, NewName(SplitScanNameError, at="loop", count=2)
+    ] = None,
 ) -> Rewrite[SplitScanCursors]:
     """Split a scan loop into chunks scanned independently, a carry and a fix-up.
 
@@ -288,11 +295,11 @@ def split_scan(
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise fail(SplitScanChunkError, PRIMITIVE, f"chunk {chunk!r} is not a positive int", loop)
     L = loop.loop()
-    names = names or (f"{L.iter.name}o", f"{L.iter.name}i")
-    if len(names) != 2:
-        raise fail(SplitScanNameError, PRIMITIVE, f"two loop names are needed, not {names!r}", loop)
-    for new_name in names:
-        check_new_name(new_name, PRIMITIVE, SplitScanNameError, loop, what="loop name")
+    if names is None:  # the default names get the check given ones got in the registry
+        default = (f"{L.iter.name}o", f"{L.iter.name}i")
+        names = NewName(SplitScanNameError, at="loop", count=2).resolve(
+            proc.ir(), default, loop, PRIMITIVE
+        )
     shape = analyse(loop)
     try:
         check_divides(proc.ir(), loop.path(), chunk, BinOp("-", L.hi, L.lo, INDEX))

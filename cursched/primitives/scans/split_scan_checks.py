@@ -26,12 +26,7 @@ from typing import Literal
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.cursors import ForCursor
-from cursched.errors import (
-    BadArgumentError,
-    DependenceError,
-    NotProvenError,
-    ShapeMismatchError,
-)
+from cursched.errors import BadArgumentError, DependenceError, ShapeMismatchError
 from cursched.ir.nodes import Assign, BinOp, Const, Expr, Extern, For, Read, Reduce, Stmt, USub
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
@@ -68,13 +63,13 @@ class SplitScanRunningReadError(DependenceError):
     and the writes of it (an operand depends on it)."""
 
 
-class SplitScanOutputError(DependenceError):
+class SplitScanOutputError(ShapeMismatchError):
     """split_scan, precondition 6: an output write's index is not affine in the loop
     variable with a nonzero coefficient, or the output is read or written by another
     statement of the loop (each iteration must own its element)."""
 
 
-class SplitScanNotAssociativeError(NotProvenError):
+class SplitScanNotAssociativeError(ShapeMismatchError):
     """split_scan, precondition 7: the update is neither an associative operator nor a
     linear recurrence (rule table, then SMT)."""
 
