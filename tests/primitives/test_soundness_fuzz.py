@@ -256,7 +256,8 @@ def test_accepted_schedules_compile_to_the_interpreters_results() -> None:
         run_schedule(text, data, [], found)
 
     collect()
-    sample = [p for p in found if compilable(p.ir())]
+    # a proc made an instruction (make_instr) compiles to its template, not to its body
+    sample = [p for p in found if compilable(p.ir()) and not p.is_instr()]
     assert len(sample) >= 5, f"only {len(sample)} compilable accepted schedules drawn"
     mismatches = compare_compiled(sample)
     assert not mismatches, "\n".join(f"{m}\n{Proc(m.proc)}" for m in mismatches)
