@@ -58,8 +58,9 @@ def schedule(p):
     p = divide_loop(p, p.find_loop("j"), 8, ["jo", "ji"], perfect=True)
     # the C tile in twelve registers, loaded before the k loop and stored after it
     p = stage_mem(p, p.find_loop("k"), "C[0:6, 0:16]", "C_reg")
-    p = divide_loop(p, p.find_loop("i1"), 8, ["i1o", "i1i"], perfect=True)
-    p = divide_loop(p, p.find_loop("i1"), 8, ["i1o", "i1i"], perfect=True)
+    # the inner loops of the load and store nests (each system names them its own way)
+    p = divide_loop(p, p.find_loop("k").prev().body()[0], 8, ["i1o", "i1i"], perfect=True)
+    p = divide_loop(p, p.find_loop("k").next().body()[0], 8, ["i1o", "i1i"], perfect=True)
     p = divide_dim(p, "C_reg : _", 1, 8)
     p = simplify(p)
     p = set_memory(p, "C_reg : _", AVX2)

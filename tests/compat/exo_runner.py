@@ -23,7 +23,8 @@ import numpy as np
 HERE = Path(__file__).parent
 _COMPAT = "from cursched.compat.exo import *"
 _EXO = "from exo import *\nfrom exo.stdlib.scheduling import *"
-_PLATFORM = re.compile(r"^(from cursched\S* import .*)\n# exo: (.*)$", re.M)
+# the formatter may put a blank line between the import and its comment
+_PLATFORM = re.compile(r"^(from cursched\S* import .*)\n(?:[ \t]*\n)*# exo: (.*)$", re.M)
 
 
 def exo_available() -> bool:

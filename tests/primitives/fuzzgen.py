@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from cursched import DRAM, DRAM_STACK, Proc
+from cursched import DRAM, DRAM_STACK, Proc, config
 from cursched.frontend import parse_source
 
 __all__ = ["ENV", "HELPERS", "Scope", "make_env", "proc_text"]
@@ -71,10 +71,19 @@ def vload4a(off: index, dst: [f32][4] @ DRAM, src: [f32][4] @ DRAM):
 """
 
 
+# a proc that does nothing, for insert_noop_call (issue 15)
+FZ_NOOP = """
+def fz_noop(k: index):
+    pass
+"""
+
+
 def make_env() -> dict[str, object]:
-    """The names the generated procs may use: memories, ``addone``, ``vadd4``, ``vload4a``."""
+    """The names the generated procs may use: memories, ``addone``, ``vadd4``, ``vload4a``,
+    ``fz_noop`` and the configuration ``FzConfig`` (one f32 field ``v``)."""
     env: dict[str, object] = {"DRAM": DRAM, "DRAM_STACK": DRAM_STACK}
-    for text in (ADDONE, ADDTWO, ACC2, VADD4, VLOAD4A):
+    env["FzConfig"] = config(type("FzConfig", (), {"__annotations__": {"v": "f32"}}))
+    for text in (ADDONE, ADDTWO, ACC2, VADD4, VLOAD4A, FZ_NOOP):
         p = Proc(parse_source(text, env))
         env[p.name()] = p
     return env

@@ -39,7 +39,7 @@ from cursched.ir.nodes import CUDA_AXES, Assign, BinOp, For, Read, Reduce, Stmt
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr, walk_stmts
 from cursched.ir.types import TensorType
-from tests.primitives.fuzzgen import HELPERS
+from tests.primitives.fuzzgen import ENV, HELPERS
 
 __all__ = ["STEPS", "NoTarget", "Step", "available_steps"]
 
@@ -545,6 +545,49 @@ def _scan_fuse(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, *pick(data, same if len(same) > 0 and data.draw(st.integers(0, 3)) > 0 else pairs))
 
 
+# ---------------------------------------------------------- Exo 1.0 parity (issue 15)
+
+_FZ_CONFIG = ENV["FzConfig"]
+_FZ_NOOP = HELPERS["fz_noop"]
+
+
+def _divide_with_recompute(f: Any, p: Proc, data: st.DataObject) -> Any:
+    loop = pick(data, loops(p))
+    tiles = data.draw(st.sampled_from(["1", "2", "n / 2", "n / 4", "n"]))
+    stride = data.draw(st.integers(1, 3))
+    return f(p, loop, tiles, stride, (loop.name() + "o", loop.name() + "i"))
+
+
+def _add_unsafe_guard(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, a_block(p, data), data.draw(st.sampled_from(CONDS)))
+
+
+def _insert_noop_call(f: Any, p: Proc, data: st.DataObject) -> Any:
+    s = pick(data, stmts(p))
+    gap = s.after() if data.draw(st.booleans()) else s.before()
+    return f(p, gap, _FZ_NOOP, [data.draw(st.sampled_from(["0", "n", "n - 1"]))])
+
+
+def _make_instr(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, "/* fz */", "")
+
+
+def _bind_config(f: Any, p: Proc, data: st.DataObject) -> Any:
+    writes = [s for s in stmts(p) if isinstance(s, AssignCursor | ReduceCursor)]
+    e = pick(data, [x for w in writes for x in exprs_below(w)])
+    return f(p, e, _FZ_CONFIG, "v")
+
+
+def _write_config(f: Any, p: Proc, data: st.DataObject) -> Any:
+    s = pick(data, stmts(p))
+    gap = s.after() if data.draw(st.booleans()) else s.before()
+    return f(p, gap, _FZ_CONFIG, "v", data.draw(st.sampled_from([1.0, "2.5", 0])))
+
+
+def _delete_config(f: Any, p: Proc, data: st.DataObject) -> Any:
+    return f(p, pick(data, of(p, AssignCursor)))
+
+
 def _scope(f: Any, p: Proc, data: st.DataObject) -> Any:
     name = data.draw(st.sampled_from(["k", "region"]))
     return f(p, a_block(p, data), name, target=data.draw(st.sampled_from([None, "cuda"])))
@@ -617,6 +660,13 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "fold_into_reduce": _fold_into_reduce,
     "lift_reduce_constant": _lift_reduce_constant,
     "scan_fuse": _scan_fuse,
+    "divide_with_recompute": _divide_with_recompute,
+    "add_unsafe_guard": _add_unsafe_guard,
+    "insert_noop_call": _insert_noop_call,
+    "make_instr": _make_instr,
+    "bind_config": _bind_config,
+    "write_config": _write_config,
+    "delete_config": _delete_config,
     "scope": _scope,
     "unscope": _a_scope,
     "bind_loop": _bind_loop,

@@ -268,3 +268,13 @@ def test_delete_not_write() -> None:
 def test_delete_live() -> None:
     with pytest.raises(DeleteConfigLiveError):
         delete_config(rewrites, "ConfigLoad.scale = _ #1")
+
+
+def test_extract_subproc_keeps_config_fields_global() -> None:
+    # found by the fuzzer: a block using a field became a subproc with a parameter for it
+    from cursched import extract_subproc
+
+    p, c = extract_subproc(rewrites, rewrites.find_loop("i"), "sub")
+    assert [a.sym.name for a in c.subproc.ir().args] == ["n", "x", "y"]
+    assert "ConfigLoad.scale" in str(c.subproc)
+    assert_equivalent(rewrites, p, trials=2)

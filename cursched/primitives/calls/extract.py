@@ -17,6 +17,7 @@ from cursched.cursors import BlockCursor, BlockLoc, CallCursor, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.tree import stmt_list
 from cursched.errors import BadNameError, BoundsError, OutOfBoundsError, ScopeError
+from cursched.ir.config import ConfigField
 from cursched.ir.memory import Memory
 from cursched.ir.nodes import Assign, BinOp, Call, Expr, FnArg, ProcDef, Read, Reduce, Stmt
 from cursched.ir.symbols import Sym
@@ -70,7 +71,8 @@ def _used_syms(stmts: Sequence[Stmt]) -> set[Sym]:
             out.add(s.sym)
         for e in stmt_exprs(s):
             out |= free_syms_expr(e)
-    return out
+    # configuration fields are global (cursched.ir.config): the subproc uses them directly
+    return {x for x in out if not isinstance(x, ConfigField)}
 
 
 def _defined(stmts: Sequence[Stmt]) -> set[Sym]:
