@@ -1,7 +1,7 @@
 """``add_unsafe_guard``: wrap a block in an ``if`` (Exo 1.0's primitive of that name).
 
 Exo adds the guard without any check (hence the name). cursched keeps the name and the
-arguments so that Exo schedules run, but, as for every primitive (DESIGN.md, contract 7),
+arguments so that Exo schedules run, but, as for every primitive (docs/architecture.md, contract 7),
 proves that the condition holds wherever the block runs, unless the caller passes
 ``unsafe_skip_checks=True``. A guard proven redundant is still useful: later primitives
 (``lift_scope``, ``fission``, ``specialize``) and hand-written instructions may want the
