@@ -51,6 +51,7 @@ from cursched import (
     specialize,
     split,
     stage_mem,
+    tune,
 )
 from cursched.cursors import IfCursor
 from cursched.platforms import x86
@@ -235,6 +236,28 @@ def check(p: Proc, sizes: list[tuple[int, int, int]]) -> float:
 def scheduled() -> list[Proc]:
     """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
     return [schedule(sgemm)]
+
+
+# -- the tuning space (``cursched tune sched/sgemm_x86.py``): the cache blocking of the
+# running CPU's target; the register tile is fixed by the ISA's registers
+
+
+def schedule_tuned(p: Proc, kc: int, mcb: int) -> Proc:
+    """``schedule`` with the K block depth ``kc`` and the MR-row tiles per MC block ``mcb``."""
+    return schedule(p, target()._replace(kc=kc, mcb=mcb))
+
+
+def tune_inputs() -> tuple[object, ...]:
+    """The timed product: 1024 x 1024 x 1024 (whole tiles and edges: 1024 = 170 * 6 + 4)."""
+    rng = np.random.default_rng(0)
+    n = 1024
+    a = rng.standard_normal((n, n)).astype(np.float32)
+    b = rng.standard_normal((n, n)).astype(np.float32)
+    return (n, n, n, a, b, np.zeros((n, n), np.float32))
+
+
+space = tune.Space(kc=[256, 128, 192, 384, 512], mcb=[48, 16, 24, 32, 64, 96])
+tunable = tune.Tunable(sgemm, schedule_tuned, space, tune_inputs)
 
 
 def main() -> int:
