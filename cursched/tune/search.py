@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cursched.proc import Proc
-from cursched.tune.errors import SpaceError, TuneError, WrongResultError
+from cursched.tune.errors import SpaceError, TargetError, TuneError, WrongResultError
 from cursched.tune.evaluate import INFEASIBLE, OK, WRONG, Evaluator, Outcome, Timing, Tolerance
 from cursched.tune.record import Record, Row, this_machine
 from cursched.tune.space import Space, params_key
@@ -299,7 +299,9 @@ class _Loop:
         if self.bar is not None:
             self.bar.close()
         best = self._best()
-        best_proc = replay(best.history, self.t.proc) if best is not None else None
+        # the schedule re-run with the best parameters: exact, and unlike replaying the
+        # history it needs no procs the schedule made on the way (instructions, kernels)
+        best_proc = self.t.schedule(self.t.proc, **best.params) if best is not None else None
         return SearchResult(
             best.params if best else None,
             best.time_s if best else None,
@@ -343,17 +345,37 @@ def _outcome(r: Row) -> Outcome:
     return Outcome(r.params, r.status, r.time_s, r.times, r.error_class, r.error_message, r.history)
 
 
-def replay(history: str, proc: Proc) -> Proc:
-    """The proc that ``history`` (a ``Proc.history()`` script) builds from ``proc``."""
-    env: dict[str, Any] = {proc.name(): proc}
-    exec(compile(history, f"<history of {proc.name()}>", "exec"), env)
+def replay(history: str, proc: Proc, names: dict[str, Any] | None = None) -> Proc:
+    """The proc that ``history`` (a ``Proc.history()`` script) builds from ``proc``.
+
+    Args:
+        history: the script.
+        proc: the untuned proc, bound to its name.
+        names: other values the script names (procs the schedule made or imported).
+
+    Raises:
+        TargetError: the script names something ``names`` does not bind.
+    """
+    env: dict[str, Any] = {**(names or {}), proc.name(): proc}
+    try:
+        exec(compile(history, f"<history of {proc.name()}>", "exec"), env)
+    except NameError as e:
+        raise TargetError(
+            f"the recorded schedule of {proc.name()} names {e.name!r}, which the replay does"
+            " not bind: pass it in names=, or schedule= to best() to re-run the schedule"
+        ) from None
     replayed = env["p"]
     assert isinstance(replayed, Proc)
     return replayed
 
 
 def best(
-    db: str | Path, proc: Proc, *, target: str | None = None, machine: str | None = None
+    db: str | Path,
+    proc: Proc,
+    *,
+    target: str | None = None,
+    machine: str | None = None,
+    schedule: ScheduleFn | None = None,
 ) -> Proc:
     """The fastest recorded schedule of ``proc``, replayed from its history.
 
@@ -362,12 +384,20 @@ def best(
         proc: the untuned proc (the history's starting point).
         target: the record's target name (default: the only target tuning ``proc``).
         machine: a machine key (``record.this_machine().key``, the default), or ``"any"``.
+        schedule: the schedule function, re-run with the recorded parameters when the
+            history names procs the schedule made on the way (and so cannot replay alone).
 
     Raises:
         SpaceError: no feasible candidate is recorded, or ``target`` is ambiguous.
+        TargetError: the history does not replay and no ``schedule`` is given.
     """
     rows = best_rows(db, proc, target=target, machine=machine)
-    return replay(rows[0].history, proc)
+    try:
+        return replay(rows[0].history, proc)
+    except TargetError:
+        if schedule is None:
+            raise
+        return schedule(proc, **rows[0].params)
 
 
 def best_rows(

@@ -48,8 +48,8 @@ def test_matches_numpy_at_odd_sizes(script: ModuleType, scheduled: Proc) -> None
 
 
 def test_interpreter_agrees_with_the_compiled_code(scheduled: Proc) -> None:
-    # one whole 6 x 16 tile, both edges and a K remainder (257 = 256 + 1)
-    m, n, k = 7, 17, 257
+    # one whole 6 x 16 tile, both edges, a whole K block and a remainder (385 = 384 + 1)
+    m, n, k = 7, 17, 385
     rng = np.random.default_rng(5)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
