@@ -75,6 +75,7 @@ from cursched import (
     sink_alloc,
     split,
     stage_mem,
+    tune,
 )
 from cursched.platforms.x86 import (
     AVX2,
@@ -392,6 +393,26 @@ def check_flash(p: Proc, nq: int, nk: int, d: int, *, compiled: bool, seed: int 
 def scheduled() -> list[Proc]:
     """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
     return [schedule_row(attention_row), schedule_flash(attention)]
+
+
+# -- the tuning space (``cursched tune sched/attention.py``): the flash schedule's tiles
+
+
+def schedule_tuned(p: Proc, key_tile: int, query_tile: int) -> Proc:
+    """``schedule_flash`` with its key and query tiles as the parameters."""
+    return schedule_flash(p, key_tile, query_tile)
+
+
+def tune_inputs() -> tuple[object, ...]:
+    """The timed call: 1024 queries and keys, head 64."""
+    n, d = 1024, 64
+    x = inputs(n, n, d)
+    out = (np.zeros((n, d), np.float32), np.zeros(n, np.float32))
+    return (n, n, d, x["Q"], x["K"], x["V"], *out)
+
+
+space = tune.Space(key_tile=[64, 32, 128], query_tile=[64, 32, 128])
+tunable = tune.Tunable(attention, schedule_tuned, space, tune_inputs)
 
 
 def main() -> int:
