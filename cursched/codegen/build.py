@@ -45,9 +45,12 @@ from cursched.errors import BuildError
 
 DEFAULT_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp")
 #: Flags of sanitizer builds (``compile(sanitize=True)``): ASan + UBSan, stopping at the first
-#: undefined behaviour so that a report is never missed.
+#: undefined behaviour so that a report is never missed; ``-march=native`` as in the default
+#: build, since code of the vector instruction libraries needs the CPU's ISA enabled (the
+#: features a unit needs are checked against the running CPU before it is built).
 SANITIZE_CFLAGS: tuple[str, ...] = (
     "-O1",
+    "-march=native",
     "-g",
     "-fno-omit-frame-pointer",
     "-fsanitize=address,undefined",

@@ -110,3 +110,16 @@ def strided(K: size, A: f32[6, K] @ DRAM, B: [f32][K, 16] @ DRAM, C: f32[6, 16] 
     uk = script.microkernel(script.AVX2_TARGET, "rows")
     with pytest.raises(ReplaceAssertError, match=r"stride\(B, 1\) == 1"):
         replace(p, p.find_loop("k"), uk)
+
+
+@pytest.mark.skipif(not {"avx2", "fma"} <= cpu_features(), reason="this CPU lacks AVX2+FMA")
+def test_sanitized_build_runs_the_intrinsics(scheduled: Proc) -> None:
+    # sanitized builds once lacked -march=native, so intrinsics did not compile at all
+    m, n, k = 13, 37, 300
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    scheduled.compile(sanitize=True)(m, n, k, a, b, c)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - want).max() <= 1e-5 * (np.abs(a) @ np.abs(b)).max()
