@@ -607,7 +607,8 @@ def _insert_barrier(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
+    fixup = data.draw(st.sampled_from(["combine", "products", "rescan"]))
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)), fixup=fixup)
 
 
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {

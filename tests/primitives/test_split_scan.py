@@ -12,6 +12,7 @@ from cursched.cursors import Tombstone
 from cursched.primitives.scans.split_scan import (
     SplitScanBodyError,
     SplitScanChunkError,
+    SplitScanFixupError,
     SplitScanLoopError,
     SplitScanNameError,
     SplitScanNotAssociativeError,
@@ -31,6 +32,15 @@ def discounted(n: size, d: f32[n], x: f32[n], excl: f32[n], incl: f32[n], final:
         acc = d[i] * acc + x[i]
         incl[i] = acc
     final[0] = acc
+
+
+@proc
+def returns(n: size, d: f32[n], x: f32[n], y: f32[n]):
+    h: f32
+    h = 0.0
+    for i in seq(0, n):
+        h = d[i] * h + x[i]
+        y[i] = h
 
 
 @proc
@@ -98,11 +108,60 @@ def test_split_scan_is_equivalent(p, chunk) -> None:  # type: ignore[no-untyped-
     assert_equivalent(p, q, trials=4, rtol=1e-4, atol=1e-4)
 
 
+FIXUP_CASES = [
+    (discounted, 4, "rescan"),
+    (discounted, 5, "rescan"),
+    (prefix_sum, 4, "rescan"),
+    (running_max, 3, "rescan"),
+    (int_sum, 7, "rescan"),
+    (returns, 4, "products"),
+    (returns, 5, "products"),
+    (affine_update, 3, "products"),
+]
+
+
+@pytest.mark.parametrize(
+    ("p", "chunk", "fixup"), FIXUP_CASES, ids=lambda x: getattr(x, "name", lambda: x)()
+)
+def test_fixup_forms_are_equivalent(p, chunk, fixup) -> None:  # type: ignore[no-untyped-def]
+    q, _ = split_scan(p, "i", chunk, fixup=fixup)
+    assert_equivalent(p, q, trials=4, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("name", ["discounted", "prefix_sum", "running_max", "affine_update"])
 def test_split_scan_golden(golden, name) -> None:  # type: ignore[no-untyped-def]
     p = globals()[name]
     q, _ = split_scan(p, "i", 4)
     golden.check(q)
+
+
+@pytest.mark.parametrize(("name", "fixup"), [("discounted", "rescan"), ("returns", "products")])
+def test_fixup_forms_golden(golden, name, fixup) -> None:  # type: ignore[no-untyped-def]
+    q, _ = split_scan(globals()[name], "i", 5, fixup=fixup)
+    golden.check(q)
+
+
+def test_fixup_forms_cursors_and_forwarding() -> None:
+    loop = discounted.find_loop("i")
+    excl, update, incl = loop.body()
+    q, c = split_scan(discounted, loop, 4, fixup="rescan")
+    # rescan: the local scan keeps the update only; the writes live in the fix-up
+    assert q.forward(loop) == c.local
+    assert q.forward(update).path()[: len(c.local.path())] == c.local.path()
+    for w in (excl, incl):
+        assert q.forward(w).path()[: len(c.fixup.path())] == c.fixup.path()
+    assert "excl" not in str(c.local.node()) and not c.element_products
+    q, _ = parallelize_loop(q, c.local)
+    q, _ = parallelize_loop(q, c.fixup)
+    assert_equivalent(discounted, q, trials=3, rtol=1e-4, atol=1e-4)
+    loop = returns.find_loop("i")
+    write = loop.body()[1]
+    q, c = split_scan(returns, loop, 4, fixup="products")
+    assert c.element_products.node().sym.name == "h_elem_prod"
+    assert q.forward(write).path()[: len(c.local.path())] == c.local.path()
+    fix = c.fixup.body()[0].body()[0]  # chunk loop > element loop > the guarded write
+    assert "h_elem_prod" in str(fix.node()) and "h_prod" not in str(c.fixup.node())
+    q, _ = parallelize_loop(q, c.fixup)
 
 
 def test_cursors_and_forwarding() -> None:
@@ -239,6 +298,9 @@ def not_assoc(n: size, x: f32[n], out: f32[1]):
         (reads_output, 4, {}, SplitScanOutputError),
         (not_assoc, 4, {}, SplitScanNotAssociativeError),
         (prefix_sum, 4, {"names": ("for", "j")}, SplitScanNameError),
+        (prefix_sum, 4, {"fixup": "twice"}, SplitScanFixupError),
+        (prefix_sum, 4, {"fixup": "products"}, SplitScanFixupError),
+        (discounted, 4, {"fixup": "products"}, SplitScanFixupError),
     ],
 )
 def test_precondition_errors(p, chunk, kwargs, error) -> None:  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ and the rule table deciding how its update combines are in
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import NotDivisibleError, check_divides
@@ -34,6 +34,7 @@ from cursched.primitives.scans.split_scan_checks import (
     ScanShape,
     SplitScanBodyError,
     SplitScanChunkError,
+    SplitScanFixupError,
     SplitScanLoopError,
     SplitScanNotAssociativeError,
     SplitScanOutputError,
@@ -47,6 +48,7 @@ __all__ = [
     "SplitScanBodyError",
     "SplitScanChunkError",
     "SplitScanCursors",
+    "SplitScanFixupError",
     "SplitScanLoopError",
     "SplitScanNameError",
     "SplitScanNotAssociativeError",
@@ -76,6 +78,8 @@ class SplitScanCursors(PrimCursors):
         products: the allocation of the chunks' products of ``a`` (linear recurrences only).
         carries: the allocation of each chunk's incoming running value (when there is a
             fix-up).
+        element_products: the allocation ``[chunks, chunk]`` of each element's running
+            product of ``a`` within its chunk (``fixup="products"`` only).
     """
 
     local: ForCursor
@@ -84,7 +88,11 @@ class SplitScanCursors(PrimCursors):
     totals: AllocCursor
     products: AllocCursor
     carries: AllocCursor
+    element_products: AllocCursor
 
+
+Fixup = Literal["combine", "products", "rescan"]
+_FIXUPS: tuple[Fixup, ...] = ("combine", "products", "rescan")
 
 _IDENTITY = {"+": 0.0, "*": 1.0, "max": float("-inf"), "min": float("inf"), "linear": 0.0}
 
@@ -112,8 +120,11 @@ def _combine(c: Combine, acc: Expr, x: Expr, t: DataType) -> Expr:
 class _Builder:
     """The new statements, for one scan of ``chunk`` iterations per chunk."""
 
-    def __init__(self, s: ScanShape, chunk: int, names: tuple[str, str], exact: bool) -> None:
+    def __init__(
+        self, s: ScanShape, chunk: int, names: tuple[str, str], exact: bool, form: Fixup
+    ) -> None:
         self.s, self.c, self.t = s, chunk, s.type
+        self.form = form
         L = s.loop
         self.k, self.j = Sym(names[0]), Sym(names[1])
         lo, hi = af.to_aff(L.lo), af.to_aff(L.hi)
@@ -127,7 +138,13 @@ class _Builder:
         self.tot = Sym(f"{h}_chunk")
         self.prod = Sym(f"{h}_chunk_prod")
         self.cin = Sym(f"{h}_carry")
+        self.elem = Sym(f"{h}_elem_prod")
         self.shape = shape
+        self.elem_shape = TensorType(self.t, (self.count, int_const(chunk)))
+
+    def elem_at(self) -> Read:
+        """This element's kept product (indices in the builder's chunk variables)."""
+        return _rd(self.elem, self.elem_shape, Read(self.k, (), INDEX), Read(self.j, (), INDEX))
 
     @property
     def linear(self) -> bool:
@@ -163,30 +180,40 @@ class _Builder:
         return tuple(subst_simplify(st, {i: self.element()}, ranges) for st in stmts)
 
 
+def _placed(loop: For) -> tuple[Stmt, ...]:
+    """The statements of a chunk's inner loop (inside its guard when there is one)."""
+    first = loop.body[0]
+    return first.body if isinstance(first, If) else loop.body
+
+
 def _local(b: _Builder) -> tuple[For, list[tuple[Stmt, Stmt]]]:
     s, t = b.s, b.t
     k = b.k
     run = Sym(f"{s.running.name}_local")
     q = Sym(f"{s.running.name}_prod")
-    body = b.at_element((*s.before, s.update, *s.after))
+    # rescan: the local scan only reduces its chunk; the fix-up loop writes every value
+    before, after = ((), ()) if b.form == "rescan" else (s.before, s.after)
+    body = b.at_element((*before, s.update, *after))
     copies = tuple(rename_stmt(st, {s.running: run}) for st in body)
     inner: tuple[Stmt, ...] = copies
     head: list[Stmt] = [Alloc(run, t, DRAM), Assign(run, (), _const(_IDENTITY[s.combine.op], t))]
     tail: list[Stmt] = [Assign(b.tot, (Read(k, (), INDEX),), Read(run, (), t))]
+    made = 0  # statements of the inner loop that copy no original statement
     if b.linear:
         coeff = s.combine.coeff
         assert coeff is not None
         step = b.at_element((Assign(q, (), BinOp("*", coeff, Read(q, (), t), t)),))
-        n_before = len(s.before)
-        inner = (*copies[: n_before + 1], *step, *copies[n_before + 1 :])
+        if b.form == "products":
+            step = (*step, Assign(b.elem, b.elem_at().idx, Read(q, (), t)))
+        made = len(step)
+        inner = (*copies[: len(before) + 1], *step, *copies[len(before) + 1 :])
         head += [Alloc(q, t, DRAM), Assign(q, (), _const(1.0, t))]
         tail.append(Assign(b.prod, (Read(k, (), INDEX),), Read(q, (), t)))
     inner_loop = b.inner(inner, k)
     loop = For(k, int_const(0), b.count, (*head, inner_loop, *tail))
-    placed = inner_loop.body[0].body if isinstance(inner_loop.body[0], If) else inner_loop.body
-    if b.linear:  # the running product's update is no copy of an original statement
-        placed = (*placed[: len(s.before) + 1], *placed[len(s.before) + 2 :])
-    same = list(zip((*s.before, s.update, *s.after), placed, strict=True))
+    placed = _placed(inner_loop)
+    placed = (*placed[: len(before) + 1], *placed[len(before) + 1 + made :])
+    same = list(zip((*before, s.update, *after), placed, strict=True))
     return loop, same
 
 
@@ -206,27 +233,54 @@ def _carry(b: _Builder) -> For:
     return For(k, int_const(0), b.count, tuple(body))
 
 
-def _fixup(b: _Builder) -> For:
+def _fixup(b: _Builder) -> tuple[For, list[tuple[Stmt, Stmt]]]:
     s, t = b.s, b.t
     k = b.k.copy()
     carry = Read(b.cin, (Read(k, (), INDEX),), t)
+    if b.form == "rescan":
+        return _rescan(b, k, carry)
     q = Sym(f"{s.running.name}_prod")
 
     def fixed(w: Assign) -> Assign:
         mine = Read(w.sym, w.idx, t)
         if b.linear:
-            return w.replace(rhs=BinOp("+", mine, BinOp("*", Read(q, (), t), carry, t), t))
+            prod: Expr = b.elem_at() if b.form == "products" else Read(q, (), t)
+            return w.replace(rhs=BinOp("+", mine, BinOp("*", prod, carry, t), t))
         return w.replace(rhs=_combine(s.combine, carry, mine, t))
 
     body: list[Stmt] = [fixed(w) for w in s.before]
     head: list[Stmt] = []
-    if b.linear:
+    if b.linear and b.form == "combine":
         coeff = s.combine.coeff
         assert coeff is not None
         body.append(Assign(q, (), BinOp("*", coeff, Read(q, (), t), t)))
         head = [Alloc(q, t, DRAM), Assign(q, (), _const(1.0, t))]
     body += [fixed(w) for w in s.after]
-    return For(k, int_const(0), b.count, (*head, b.inner(b.at_element(tuple(body)), k)))
+    return For(k, int_const(0), b.count, (*head, b.inner(b.at_element(tuple(body)), k))), []
+
+
+def _rescan(b: _Builder, k: Sym, carry: Read) -> tuple[For, list[tuple[Stmt, Stmt]]]:
+    """The chunk's scan again, from its incoming carry: the original body, writes and all."""
+    s, t = b.s, b.t
+    run = Sym(f"{s.running.name}_local")
+    writes: tuple[Stmt, ...] = (*s.before, *s.after)
+    body = b.at_element((*s.before, s.update, *s.after))
+    copies = tuple(rename_stmt(st, {s.running: run}) for st in body)
+    inner_loop = b.inner(copies, k)
+    head: list[Stmt] = [Alloc(run, t, DRAM), Assign(run, (), carry)]
+    placed = _placed(inner_loop)
+    n_before = len(s.before)
+    same = list(zip(writes, (*placed[:n_before], *placed[n_before + 1 :]), strict=True))
+    return For(k, int_const(0), b.count, (*head, inner_loop)), same
+
+
+def _check_fixup(s: ScanShape, form: object, loop: ForCursor) -> None:
+    if form not in _FIXUPS:
+        msg = f"fixup {form!r} is none of {', '.join(_FIXUPS)}"
+        raise fail(SplitScanFixupError, PRIMITIVE, msg, loop)
+    if form == "products" and (s.combine.op != "linear" or s.before or not s.after):
+        msg = "fixup 'products' needs a linear recurrence writing only inclusive values"
+        raise fail(SplitScanFixupError, PRIMITIVE, msg, loop)
 
 
 @primitive
@@ -237,6 +291,7 @@ def split_scan(
     names: Annotated[
         tuple[str, str] | None, NewName(SplitScanNameError, at="loop", count=2)
     ] = None,
+    fixup: Fixup = "combine",
 ) -> Rewrite[SplitScanCursors]:
     """Split a scan loop into chunks scanned independently, a carry and a fix-up.
 
@@ -248,6 +303,20 @@ def split_scan(
     incoming carry. The last chunk may be partial (a guard ``if i < hi``, left out when
     ``chunk`` divides the trip count).
 
+    ``fixup`` chooses the fix-up pass (the local scan and the carry are the same):
+
+    - ``"combine"``: each written value is combined with the chunk's carry; a linear
+      recurrence recomputes its running product of ``a`` along the chunk for that (a chain:
+      twice the plain loop's dependent multiplies);
+    - ``"products"`` (a linear recurrence writing inclusive values only): the local scan
+      also stores each element's running product of ``a`` (``h_elem_prod[chunk, j]``) and
+      the fix-up is ``y = y + h_elem_prod[...] * carry``: no chain, its iterations
+      independent (it vectorises), for one more buffer of the scan's length;
+    - ``"rescan"``: the local scan only reduces its chunk (writes nothing) and the fix-up
+      runs the chunk's original body again from its incoming carry. Each element is read
+      twice and written once (the least memory traffic of the three; no buffer of the
+      scan's length), and the written values are the sequential loop's from the carry on.
+
     Floating-point sums and products are regrouped, so results may differ from the
     sequential loop's by rounding (as any parallel reduction): compare with a tolerance.
 
@@ -256,10 +325,12 @@ def split_scan(
         loop: the scan loop (a cursor or a loop name).
         chunk: iterations per chunk (a positive constant).
         names: the chunk and in-chunk loop variables (default ``(i + "o", i + "i")``).
+        fixup: ``"combine"`` (default), ``"products"`` or ``"rescan"`` (above).
 
     Returns:
         The new proc and ``SplitScanCursors``: ``local``, ``carry``, ``fixup`` (invalid without
-        written values), ``totals``, ``products`` (linear only), ``carries`` (with a fix-up).
+        written values), ``totals``, ``products`` (linear only), ``carries`` (with a fix-up),
+        ``element_products`` (``fixup="products"`` only).
 
     Preconditions:
         1. ``chunk`` is a positive integer (``SplitScanChunkError``).
@@ -273,10 +344,13 @@ def split_scan(
         7. the update is associative or a linear recurrence (rule table, then SMT;
            ``SplitScanNotAssociativeError``).
         8. new names are identifiers (``SplitScanNameError``).
+        9. ``fixup`` is one of the three, ``"products"`` only for a linear recurrence that
+           writes inclusive values and no exclusive ones (``SplitScanFixupError``).
 
     Forwards/Kills:
         The loop forwards to ``local``; its body statements forward to their copies in
-        ``local`` (with the running value renamed to the chunk's own).
+        ``local`` (with the running value renamed to the chunk's own), the writes to theirs
+        in the fix-up with ``"rescan"``.
 
     Example:
         ``split_scan(p, "i", 4)`` on a prefix sum with ``n % 4 == 0``::
@@ -301,24 +375,28 @@ def split_scan(
             proc.ir(), default, loop, PRIMITIVE
         )
     shape = analyse(loop)
+    _check_fixup(shape, fixup, loop)
     try:
         check_divides(proc.ir(), loop.path(), chunk, BinOp("-", L.hi, L.lo, INDEX))
         exact = True
     except NotDivisibleError:
         exact = False
-    b = _Builder(shape, chunk, names, exact)
+    b = _Builder(shape, chunk, names, exact, fixup)
     local, same = _local(b)
     allocs: list[Stmt] = [Alloc(b.tot, b.shape, DRAM)]
     if b.linear:
         allocs.append(Alloc(b.prod, b.shape, DRAM))
+    if b.form == "products":
+        allocs.append(Alloc(b.elem, b.elem_shape, DRAM))
     if b.writes:
         allocs.append(Alloc(b.cin, b.shape, DRAM))
-    new = (*allocs, local, _carry(b), *((_fixup(b),) if b.writes else ()))
+    fix, fix_same = _fixup(b) if b.writes else (None, [])
+    new = (*allocs, local, _carry(b), *((fix,) if fix is not None else ()))
     ed = Editor(proc.ir())
     out = ed.replace(
         loop.as_block().block(),
         new,
-        same=[(L, local), *same],
+        same=[(L, local), *same, *fix_same],
         hint="split by split_scan; use .local",
     )
     paths = out.stmt_paths()
@@ -331,5 +409,8 @@ def split_scan(
         "totals": NodeLoc(paths[0]),
         "products": NodeLoc(paths[1]) if b.linear else NoLoc("not a linear recurrence"),
         "carries": NodeLoc(paths[n - 1]) if b.writes else none,
+        "element_products": NodeLoc(paths[2])
+        if b.form == "products"
+        else NoLoc("fixup is not 'products'"),
     }
     return ed.done(SplitScanCursors, **fields)

@@ -74,6 +74,13 @@ class SplitScanNotAssociativeError(ShapeMismatchError):
     linear recurrence (rule table, then SMT)."""
 
 
+class SplitScanFixupError(BadArgumentError):
+    """split_scan, precondition 9: ``fixup`` is not ``"combine"``, ``"products"`` or
+    ``"rescan"``, or ``"products"`` was asked of a scan that is not a linear recurrence
+    writing only inclusive values (each element's product of ``a`` up to and including it is
+    what the fix-up of an inclusive value needs)."""
+
+
 @dataclass(frozen=True)
 class Combine:
     """How an update combines the running value with the step's operand(s).
