@@ -199,19 +199,23 @@ def reference_discounted(d: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def check(n: int, chunk: int = 64, seed: int = 0) -> list[str]:
-    """Compile the schedules (small chunks, so that n spans many) and compare with numpy."""
+def check(n: int, chunk: int = 64, seed: int = 0, fixup: str = "rescan") -> list[str]:
+    """Compile the schedules (small chunks, so that n spans many) and compare with numpy;
+    ``fixup="products"`` is the discounted scan's form, the prefix sum's is then
+    ``"combine"`` (both with the AVX2 fix-up)."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(n).astype(np.float32)
     d = rng.uniform(0.5, 1.0, n).astype(np.float32)
     tol = 1e-5 * float(np.abs(x.astype(np.float64)).sum())
     bad: list[str] = []
     y = np.zeros(n, np.float32)
-    schedule(prefix_sum, chunk).compile()(n, x, y)
+    schedule(prefix_sum, chunk, fixup="combine" if fixup == "products" else fixup).compile()(
+        n, x, y
+    )
     err = float(np.abs(y - np.cumsum(x.astype(np.float64))).max())
     if err > tol:
         bad.append(f"prefix sum off by {err:.1e} > {tol:.1e}")
-    schedule(discounted, chunk).compile()(n, d, x, y)
+    schedule(discounted, chunk, fixup=fixup).compile()(n, d, x, y)
     err = float(np.abs(y - reference_discounted(d, x)).max())
     if err > tol:
         bad.append(f"discounted scan off by {err:.1e} > {tol:.1e}")
@@ -236,7 +240,7 @@ def check_selective(T: int, S: int, rng: np.random.Generator) -> list[str]:
 
 def main() -> int:
     print(schedule(discounted, 64), end="\n\n")
-    bad = check(1000) + check(4099, chunk=64, seed=1)
+    bad = check(1000) + check(4099, chunk=64, seed=1) + check(1001, fixup="products")
     if bad:
         print("MISMATCH with numpy:\n  " + "\n  ".join(bad), file=sys.stderr)
         return 1

@@ -21,9 +21,27 @@ def test_runs_as_a_file() -> None:
     assert "ok: prefix sum, discounted scan and selective scan" in run_file(SCRIPT)
 
 
-@pytest.mark.parametrize(("n", "chunk"), [(1, 4), (999, 16), (5000, 64)])
+@pytest.mark.parametrize(("n", "chunk"), [(1, 4), (999, 16), (5000, 64), (70_001, 4160)])
 def test_compiled_matches_numpy(script: ModuleType, n: int, chunk: int) -> None:
     assert script.check(n, chunk=chunk, seed=n) == []
+
+
+@pytest.mark.parametrize("fixup", ["combine", "products"])
+@pytest.mark.parametrize(("n", "chunk"), [(3, 8), (999, 16), (4165, 64)])
+def test_vector_fixups_match_numpy(script: ModuleType, n: int, chunk: int, fixup: str) -> None:
+    # the lane-independent fix-ups, AVX2 instructions where the CPU has them
+    assert script.check(n, chunk=chunk, seed=n, fixup=fixup) == []
+
+
+def test_vector_fixup_is_avx2(script: ModuleType) -> None:
+    from cursched.platforms.x86 import isa
+
+    if isa() is None:
+        pytest.skip("no AVX2 on this CPU")
+    text = str(script.schedule(script.discounted, 64, fixup="products"))
+    assert "mm256_fmadd_scalar_ps(y_v[0:8]" in text
+    text = str(script.schedule(script.prefix_sum, 64, fixup="combine"))
+    assert "mm256_add_scalar_ps(y_v[0:8], s_carry[io])" in text
 
 
 @pytest.mark.parametrize("name", ["prefix_sum", "discounted"])
@@ -42,11 +60,12 @@ def test_thread_count_does_not_change_the_result(script: ModuleType) -> None:
     rng = np.random.default_rng(2)
     d = rng.uniform(0.5, 1.0, n).astype(np.float32)
     x = rng.standard_normal(n).astype(np.float32)
-    f = script.schedule(script.discounted, 256).compile()
-    outs = []
-    for threads in (1, 2):
-        y = np.zeros(n, np.float32)
-        with threadpool_limits(limits=threads, user_api="openmp"):
-            f(n, d, x, y)
-        outs.append(y)
-    assert np.array_equal(outs[0], outs[1])
+    for fixup in ("rescan", "products"):
+        f = script.schedule(script.discounted, 256, fixup=fixup).compile()
+        outs = []
+        for threads in (1, 2):
+            y = np.zeros(n, np.float32)
+            with threadpool_limits(limits=threads, user_api="openmp"):
+                f(n, d, x, y)
+            outs.append(y)
+        assert np.array_equal(outs[0], outs[1])

@@ -1,12 +1,14 @@
-"""benchmarks/online_softmax.py and benchmarks/flash_attention.py keep working: their kernels
-are the derived ones and each measurement checks results against numpy first (no timing is
-asserted)."""
+"""benchmarks/online_softmax.py, benchmarks/flash_attention.py and benchmarks/scan.py keep
+working: their kernels are the derived ones and each measurement checks results against numpy
+first (no timing is asserted)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from types import ModuleType
 
+import numpy as np
 import pytest
 
 from .scripts import ROOT, load_module
@@ -54,3 +56,19 @@ def test_interleaved_best_takes_the_minimum(softmax_bench: ModuleType) -> None:
     )
     assert calls == ["a", "b"] * 3 and set(best) == {"a", "b"}
     assert all(0 <= t < 1 for t in best.values())
+
+
+def test_scan_benchmark_checks_then_measures(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("scan")
+    assert bench.main(["--sizes", "4171", "--reps", "1"]) == 0
+    rows = [r.split() for r in capsys.readouterr().out.splitlines() if "4171" in r]
+    assert len(rows) == 4 * len({1, os.cpu_count() or 1}) and all(r[-1].endswith("x") for r in rows)
+    # a wrong kernel is caught before anything is timed
+    n = 4171
+    x, d = np.ones(n, np.float32), np.ones(n, np.float32)
+    wrong = {"sum": lambda *a: None, "sum avx2": lambda *a: None, "disc": lambda *a: None}
+    assert bench.check(n, x, d, wrong) == [
+        "sum at n = 4171",
+        "sum avx2 at n = 4171",
+        "discounted at n = 4171",
+    ]
