@@ -152,6 +152,30 @@ def test_no_kernel_is_refused() -> None:
         rev.cuda_source()
 
 
+def test_global_workspace_passes_between_kernels() -> None:
+    # a top-level GLOBAL allocation is scratch the kernels share: a trailing kernel parameter,
+    # allocated by the runtime for each call (split_scan's chunk totals on the CUDA target)
+    @proc
+    def twice(n: size, x: f32[n] @ GLOBAL, y: f32[n] @ GLOBAL):
+        assert n % 32 == 0
+        w: f32[n] @ GLOBAL
+        with scope("first", target="cuda"):
+            for b in par(0, n / 32, axis="blockIdx.x"):
+                for t in par(0, 32, axis="threadIdx.x"):
+                    w[32 * b + t] = 2.0 * x[32 * b + t]
+        with scope("second", target="cuda"):
+            for b in par(0, n / 32, axis="blockIdx.x"):
+                for t in par(0, 32, axis="threadIdx.x"):
+                    y[32 * b + t] = w[32 * b + t] + 1.0
+
+    src = twice.cuda_source()
+    assert src.count("float *__restrict__ y, float *__restrict__ w)") == 2
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    twice.compile(target="cuda-emulated", check_races=True)(64, x, y)
+    assert np.array_equal(y, 2 * x + 1)
+
+
 def test_missing_barrier_refused_at_compile_time() -> None:
     with pytest.raises(MissingBarrierError):
         kernel(rev, barriers=False).compile(target="cuda-emulated")

@@ -202,6 +202,20 @@ def _grid(k: Kernel, env: Mapping[Sym, int | bool]) -> tuple[int, int, int]:
     return out[0], out[1], out[2]
 
 
+def _workspace(unit: CudaUnit, env: Mapping[Sym, int | bool], xp: Any) -> tuple[Any, ...]:
+    """The unit's workspace buffers for one call, zeroed (``xp``: numpy or cupy)."""
+    out = []
+    for a in unit.workspace:
+        t = a.type
+        assert isinstance(t, DataType | TensorType), "a workspace is an allocation's data"
+        shape = (
+            tuple(int(eval_ctrl(d, env)) for d in t.shape) if isinstance(t, TensorType) else (1,)
+        )
+        elem = t.elem if isinstance(t, TensorType) else t
+        out.append(xp.zeros(shape, dtype=elem.np_dtype))
+    return tuple(out)
+
+
 def _launches(steps: tuple[HostStep, ...], env: Mapping[Sym, int | bool]) -> list[Kernel]:
     out: list[Kernel] = []
     for s in steps:
@@ -275,10 +289,10 @@ class _Emulated:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         values = self.args.bind(args, kwargs)
         env = self.args.check(values)
+        values += _workspace(self.unit, env, np)
+        every = (*self.unit.proc.args, *self.unit.workspace)
         arrays = [
-            (k, v)
-            for k, v in enumerate(values)
-            if not isinstance(self.unit.proc.args[k].type, ControlType)
+            (k, v) for k, v in enumerate(values) if not isinstance(every[k].type, ControlType)
         ]
         for kern in _launches(self.unit.program, env):
             grid = _grid(kern, env)
@@ -297,7 +311,7 @@ class _Emulated:
                 diff = np.flatnonzero(~((v == s) | (np.isnan(v) & np.isnan(s))).reshape(-1))
                 if diff.size:
                     where = np.unravel_index(int(diff[0]), v.shape) if v.shape else ()
-                    name = self.unit.proc.args[k].sym.name
+                    name = every[k].sym.name
                     raise ThreadOrderError(
                         f"kernel {kern.name}: the result depends on the order of its threads"
                         f" (a missing barrier?): {name}{list(map(int, where))} is"
@@ -356,6 +370,7 @@ class _OnGpu:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         values = self.args.bind(args, kwargs)
         env = self.args.check(values)
+        values += _workspace(self.unit, env, self.cupy)
         device = self.cupy.cuda.Device()
         for v in values:
             if isinstance(v, self.cupy.ndarray) and v.device != device:

@@ -2,7 +2,11 @@
 
 The proc's body is host code: ``target="cuda"`` scopes (each one kernel launch), ``pass``,
 plain scopes and ``if``s over control values around them. Anything else outside a kernel
-(data code, allocations, loops) has no place to run and is a ``CodegenError`` naming it.
+(data code, allocations, loops) has no place to run and is a ``CodegenError`` naming it, but
+for one thing: a ``GLOBAL`` allocation at the top of the proc's body is a workspace (the
+scratch that kernels pass each other, e.g. ``split_scan``'s chunk totals): every kernel takes
+it as a trailing parameter after the proc's arguments, and the runtime allocates it (zeroed)
+for each call.
 
 The text is the same for the GPU (NVRTC or nvcc) and for the CPU emulation
 (``cursched.codegen.cuda.emulate``, which includes its header first): it starts with a small
@@ -11,14 +15,15 @@ preamble that defines ``int_fast64_t`` where NVRTC has no ``<stdint.h>``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cursched.analysis.races import check_kernels
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import RESERVED, sanitize
 from cursched.codegen.cuda.kernel import Kernel, KernelGen
 from cursched.errors import CodegenError
-from cursched.ir.nodes import Expr, If, Pass, ProcDef, Scope, Stmt
+from cursched.ir.memory import GLOBAL
+from cursched.ir.nodes import Alloc, Expr, FnArg, If, Pass, ProcDef, Scope, Stmt
 from cursched.ir.printer import print_stmt
 
 #: Names a kernel may not use for its own (CUDA built-ins and the emulation's).
@@ -72,12 +77,26 @@ class CudaUnit:
         source: the complete ``.cu`` text.
         kernels: the kernels, in program order.
         program: the host steps (launches and conditions), in order.
+        workspace: the top-level ``GLOBAL`` allocations, the kernels' parameters after the
+            proc's arguments (the runtime allocates them for each call).
     """
 
     proc: ProcDef
     source: str
     kernels: tuple[Kernel, ...]
     program: tuple[HostStep, ...]
+    workspace: tuple[FnArg, ...] = ()
+
+
+def _hoist_workspace(p: ProcDef) -> tuple[ProcDef, tuple[FnArg, ...]]:
+    """``p`` with its top-level ``GLOBAL`` allocations as trailing arguments, and those."""
+    ws = tuple(
+        FnArg(s.sym, s.type, GLOBAL) for s in p.body if isinstance(s, Alloc) and s.mem is GLOBAL
+    )
+    if not ws:
+        return p, ()
+    body = tuple(s for s in p.body if not (isinstance(s, Alloc) and s.mem is GLOBAL))
+    return replace(p, args=(*p.args, *ws), body=body), ws
 
 
 def _where(s: Stmt) -> str:
@@ -95,6 +114,8 @@ def generate_cuda(p: ProcDef, *, unsafe_skip_checks: bool = False) -> CudaUnit:
         CodegenError: data code outside a kernel, or a construct with no CUDA translation.
         KernelRaceError: (a ``SchedulingError``) a kernel is not proven race-free.
     """
+    user = p
+    p, workspace = _hoist_workspace(p)
     if not unsafe_skip_checks:
         check_kernels(p)
     taken: set[str] = set(RESERVED) | set(CUDA_RESERVED)
@@ -137,4 +158,4 @@ def generate_cuda(p: ProcDef, *, unsafe_skip_checks: bool = False) -> CudaUnit:
     if helpers.text():
         parts.append(helpers.text().replace("static inline", "static __device__ __forceinline__"))
     parts += [k.text for k in kernels]
-    return CudaUnit(p, "\n\n".join(parts) + "\n", tuple(kernels), program)
+    return CudaUnit(user, "\n\n".join(parts) + "\n", tuple(kernels), program, workspace)
