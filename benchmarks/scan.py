@@ -1,9 +1,10 @@
 """Parallel scans (sched/parallel_scan.py) against numpy.cumsum, scipy.signal.lfilter and
 the unscheduled sequential C loop, at 1 thread and at all cores.
 
-Run: ``python benchmarks/scan.py [--quick] [--reps N] [--sizes N ...]``. Prints the machine,
-then per length the best time of each kernel over interleaved rounds and the ratios
-peer / cursched (every kernel's result is first checked against float64 numpy):
+Run: ``python benchmarks/scan.py [--quick] [--reps N] [--sizes N ...] [--blocks B]``.
+Prints the machine, then per length the best time of each kernel over interleaved rounds
+and the ratios peer / cursched (every kernel's result is first checked against float64
+numpy):
 
 - prefix sum: ``numpy.cumsum`` (float32) against ``schedule(prefix_sum)`` (``fixup="rescan"``)
   and, as "prefix sum avx2", ``fixup="combine"`` with its fix-up in AVX2 instructions;
@@ -103,12 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="n = 1e5 and 1e6 only")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="*", help="lengths (default 1e5 to 1e8)")
+    ap.add_argument(
+        "--blocks", type=int, default=PS.BLOCKS, help="chunks per cache block (0: none)"
+    )
     args = ap.parse_args(argv)
     ps = PS
     ours = {
-        "sum": ps.schedule(ps.prefix_sum).compile(),
-        "sum avx2": ps.schedule(ps.prefix_sum, fixup="combine").compile(),
-        "disc": ps.schedule(ps.discounted).compile(),
+        "sum": ps.schedule(ps.prefix_sum, blocks=args.blocks).compile(),
+        "sum avx2": ps.schedule(ps.prefix_sum, fixup="combine", blocks=args.blocks).compile(),
+        "disc": ps.schedule(ps.discounted, blocks=args.blocks).compile(),
     }
     disc_plain = ps.discounted.compile()
     cores = os.cpu_count() or 1

@@ -37,7 +37,8 @@ from cursched import (
     split_scan,
     unroll_loop,
 )
-from cursched.cursors import AllocCursor, ForCursor
+from cursched.cursors import AllocCursor, ForCursor, IfCursor
+from cursched.ir.printer import print_expr
 from cursched.platforms.x86 import AVX2, isa, mm256_loadu_ps, mm256_storeu_ps
 from cursched.stdlib import vectorize
 
@@ -47,6 +48,9 @@ from cursched.stdlib import vectorize
 CHUNK = 4160
 #: chunks scanned side by side (independent chains per element step)
 GROUP = 4
+#: chunks per cache block: 16 * 4160 elements, 520 KiB of two f32 inputs (an L2 of 512 KiB
+#: a core, 2 threads: each rescans its half of the block from its own L2)
+BLOCKS = 16
 LANES = 8
 
 
@@ -116,12 +120,17 @@ def schedule(
     group: int = GROUP,
     fixup: str = "rescan",
     vector: bool = True,
+    blocks: int = BLOCKS,
 ) -> Proc:
     """Chunked parallel form of a one-loop scan (``prefix_sum``, ``discounted``).
 
+    0. with ``blocks``, the scan loop ``split`` into cache blocks of ``blocks * chunk``
+       elements (the last ``n % (blocks * chunk)`` a tail loop): each block is scanned as
+       below, its carry starting from the running value the block before left, so that
+       the second pass over a block (the rescan) reads it from the cache, not from memory;
     1. ``split_scan`` into a local scan per chunk, the carry and a fix-up (``fixup``);
-    2. the partial last chunk cut off both chunk loops (``cut_loop`` at ``n / chunk``), so
-       the full chunks' guards are provably true (``eliminate_dead_code``);
+    2. a partial last chunk cut off both chunk loops (``cut_loop``), so the full chunks'
+       guards are provably true (``eliminate_dead_code``);
     3. ``group`` chunks side by side in each chunk loop (:func:`interleave`): each element
        step advances ``group`` independent chains, which is what makes a scan, otherwise
        bound by one multiply-add's latency per element, run at the loads' pace;
@@ -129,22 +138,39 @@ def schedule(
     5. a lane-independent fix-up (``"combine"`` for a monoid, ``"products"``) vectorised
        with AVX2 instructions of ``cursched.platforms.x86`` when the CPU has them.
     """
-    p, c = split_scan(p, p.find_loop("i"), chunk, fixup=fixup)
-    p, lc = cut_loop(p, c.local, f"n / {chunk}")
-    p, fc = cut_loop(p, c.fixup, f"n / {chunk}")
-    for loop in (lc.first, fc.first):
-        p, _ = eliminate_dead_code(p, _chunk_inner(p, loop).body()[0])
-    p, local = interleave(p, lc.first, group)
-    p, _ = parallelize_loop(p, local)
+    loop = p.find_loop("i")
+    scans: list[ForCursor] = [loop]
+    if blocks:
+        p, sb = split(p, loop, blocks * chunk, ("ib", "ie"), tail="cut")
+        scans = [sb.inner, sb.tail]
+    for scan in scans:
+        p = _chunked(p, p.forward(scan), chunk, group, fixup, vector)
+    return p
+
+
+def _chunked(p: Proc, loop: ForCursor, chunk: int, group: int, fixup: str, vector: bool) -> Proc:
+    """Steps 1-5 of :func:`schedule` on one scan loop."""
+    L = loop.loop()
+    full = f"({print_expr(L.hi)} - {print_expr(L.lo)}) / {chunk}"
+    p, c = split_scan(p, loop, chunk, fixup=fixup)
+    local, fix = c.local, c.fixup
+    if isinstance(_chunk_inner(p, local).body()[0], IfCursor):  # the last chunk may be partial
+        p, lc = cut_loop(p, local, full)
+        p, fc = cut_loop(p, fix, full)
+        local, fix = lc.first, fc.first
+        for chunks in (local, fix):
+            p, _ = eliminate_dead_code(p, _chunk_inner(p, chunks).body()[0])
+    p, groups = interleave(p, local, group)
+    p, _ = parallelize_loop(p, groups)
     if fixup == "rescan":
-        p, fix = interleave(p, fc.first, group)
-        p, _ = parallelize_loop(p, fix)
+        p, groups = interleave(p, fix, group)
+        p, _ = parallelize_loop(p, groups)
         return p
-    p, _ = parallelize_loop(p, fc.first)
+    p, _ = parallelize_loop(p, fix)
     # a linear recurrence's "combine" fix-up recomputes the running product: a chain
     lane_independent = fixup == "products" or not c.products
     if vector and lane_independent and isa() is not None:
-        inner = _chunk_inner(p, fc.first)
+        inner = _chunk_inner(p, fix)
         instrs = [mm256_loadu_ps, mm256_storeu_ps, mm256_add_scalar_ps, mm256_fmadd_scalar_ps]
         p, _ = vectorize(p, inner, LANES, AVX2, instrs)
     return p
@@ -199,7 +225,9 @@ def reference_discounted(d: np.ndarray, x: np.ndarray) -> np.ndarray:
     return out
 
 
-def check(n: int, chunk: int = 64, seed: int = 0, fixup: str = "rescan") -> list[str]:
+def check(
+    n: int, chunk: int = 64, seed: int = 0, fixup: str = "rescan", blocks: int = BLOCKS
+) -> list[str]:
     """Compile the schedules (small chunks, so that n spans many) and compare with numpy;
     ``fixup="products"`` is the discounted scan's form, the prefix sum's is then
     ``"combine"`` (both with the AVX2 fix-up)."""
@@ -215,7 +243,7 @@ def check(n: int, chunk: int = 64, seed: int = 0, fixup: str = "rescan") -> list
     err = float(np.abs(y - np.cumsum(x.astype(np.float64))).max())
     if err > tol:
         bad.append(f"prefix sum off by {err:.1e} > {tol:.1e}")
-    schedule(discounted, chunk, fixup=fixup).compile()(n, d, x, y)
+    schedule(discounted, chunk, fixup=fixup, blocks=blocks).compile()(n, d, x, y)
     err = float(np.abs(y - reference_discounted(d, x)).max())
     if err > tol:
         bad.append(f"discounted scan off by {err:.1e} > {tol:.1e}")

@@ -11,7 +11,7 @@ from cursched.cursors import AllocCursor, CallCursor, Cursor, ForCursor, StmtCur
 from cursched.cursors.stmts import AssignCursor, ReduceCursor
 from cursched.errors import SchedulingError
 from cursched.ir.memory import Memory
-from cursched.ir.nodes import Assign, Read, Reduce
+from cursched.ir.nodes import Alloc, Assign, Read, Reduce
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import free_syms_expr, walk_expr, walk_exprs, walk_stmts
@@ -199,7 +199,10 @@ def vectorize(
         p, sp = split(p, lp, width, names, tail="cut")
     inner = sp.inner
     allocs: list[AllocCursor] = []
+    # every name of the proc: stage_mem refuses one used anywhere (a second vectorize of a
+    # loop over the same buffer would take the first one's register name)
     taken = {a.sym.name for a in p.ir().args}
+    taken |= {s.sym.name for s in walk_stmts(p.ir().body) if isinstance(s, Alloc)}
     for buf, window in _windows(inner, width):
         name = f"{buf}_v"
         while name in taken:

@@ -195,6 +195,23 @@ def test_vectorize(golden) -> None:  # type: ignore[no-untyped-def]
 
 
 @proc
+def vmax_twice(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        z[i] = fmaxf(x[i], y[i])
+    for j in seq(0, n):
+        z[j] = fmaxf(z[j], y[j])
+
+
+def test_vectorize_two_loops_over_the_same_buffers() -> None:
+    # the second loop's registers get names of their own (the first one's are taken)
+    p, a = vectorize(vmax_twice, "i", 8, AVX2, VMAX)
+    p, b = vectorize(p, "j", 8, AVX2, VMAX)
+    assert sorted(x.name() for x in a.allocs) == ["x_v", "y_v", "z_v"]
+    assert sorted(x.name() for x in b.allocs) == ["y_v_", "z_v_"]
+    assert_equivalent(vmax_twice, p, trials=2, sizes={"n": 21})
+
+
+@proc
 def vsum(n: size, x: f32[n] @ DRAM, s: f32 @ DRAM):
     assert n % 8 == 0
     for i in seq(0, n):
