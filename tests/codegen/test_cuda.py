@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -269,6 +270,30 @@ def test_emulator_reports_a_divergent_barrier() -> None:
     f = divergent.compile(target="cuda-emulated", unsafe_skip_checks=True)
     with pytest.raises(BarrierDivergenceError, match="16 thread"):
         f(32, np.zeros(32, np.float32))
+
+
+@proc
+def two_barriers(n: size, x: f32[n] @ GLOBAL):
+    assert n >= 32
+    with scope("k", target="cuda"):
+        for t in par(0, 32, axis="threadIdx.x"):
+            if t < 16:
+                sync_threads()
+            else:
+                sync_threads()
+            x[t] = 0.0
+
+
+def test_emulator_does_not_merge_two_barriers() -> None:
+    """Threads waiting at two different barriers at once are a divergence, not one barrier
+    reached by all (the error names both lines of the .cu text)."""
+    f = two_barriers.compile(target="cuda-emulated", unsafe_skip_checks=True)
+    src = two_barriers.cuda_source(unsafe_skip_checks=True).splitlines()
+    with pytest.raises(BarrierDivergenceError, match="threads 0 and 16") as e:
+        f(32, np.zeros(32, np.float32))
+    lines = [int(x) for x in re.findall(r"lines (\d+) and (\d+)", str(e.value))[0]]
+    assert len(lines) == 2 and lines[0] != lines[1]
+    assert all("__syncthreads();" in src[k - 1] for k in lines)
 
 
 def test_arguments_are_checked_before_any_launch() -> None:

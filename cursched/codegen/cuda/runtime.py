@@ -59,7 +59,8 @@ class ThreadOrderError(CurschedError):
 
 
 class BarrierDivergenceError(CurschedError):
-    """A barrier was reached by some threads of a block while others had finished."""
+    """A barrier was reached by some threads of a block while others had finished, or the
+    threads of a block wait at different barriers."""
 
 
 def emulation_header() -> str:
@@ -234,7 +235,9 @@ def _launcher(k: Kernel) -> str:
 
 def emulation_source(unit: CudaUnit) -> str:
     """The C++ the emulation builds: the header, the ``.cu`` text, one launcher per kernel."""
-    parts = [emulation_header(), unit.source, *(_launcher(k) for k in unit.kernels)]
+    # the barriers' __LINE__ (their identity in the emulation) counts the .cu text's lines
+    text = f'#line 1 "{unit.proc.name}.cu"\n' + unit.source
+    parts = [emulation_header(), text, *(_launcher(k) for k in unit.kernels)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -320,6 +323,14 @@ class _Emulated:
             raise BarrierDivergenceError(
                 f"kernel {k.name}: in block {tuple(b)}, {self.info(3)} thread(s) wait at a"
                 " barrier that the others finished without reaching"
+            )
+        if rc == 3:
+            b = [self.info(i) for i in range(3)]
+            t0, t1, l0, l1 = (self.info(4 + i) for i in range(4))
+            raise BarrierDivergenceError(
+                f"kernel {k.name}: in block {tuple(b)}, threads {t0} and {t1} wait at different"
+                f" barriers at once (lines {l0} and {l1} of the .cu): no barrier is reached by"
+                " every thread"
             )
         if rc != 0:
             raise CurschedError(f"kernel {k.name}: the emulation could not allocate its stacks")
