@@ -141,6 +141,48 @@ def test_data_code_outside_kernels_is_refused() -> None:
         mixed.cuda_source()
 
 
+@proc
+def steps(n: size, k: size, x: f32[n] @ GLOBAL, y: f32[k, n] @ GLOBAL):
+    for it in seq(0, k):
+        with scope("step", target="cuda"):
+            for b in par(0, (n + 31) / 32, axis="blockIdx.x"):
+                for t in par(0, 32, axis="threadIdx.x"):
+                    if 32 * b + t < n:
+                        x[32 * b + t] = 2.0 * x[32 * b + t] + 1.0
+                        y[it, 32 * b + t] = x[32 * b + t]
+
+
+def test_host_loop_launches_a_kernel_per_iteration() -> None:
+    """A sequential loop outside the kernels launches them once per iteration, in order;
+    the kernel gets the loop variable as a trailing parameter. (The kernel's name, ``step``,
+    is also a libc function: the emulation's launcher must still call the kernel.)"""
+    src = steps.cuda_source()
+    assert "step(int_fast64_t n, int_fast64_t k, float *__restrict__ x, " in src
+    assert "float *__restrict__ y, int_fast64_t it)" in src
+    f = steps.compile(target="cuda-emulated", check_races=True)
+    x0 = np.linspace(-1, 1, 45, dtype=np.float32)
+    x, y = x0.copy(), np.full((3, 45), np.nan, np.float32)
+    f(45, 3, x, y)
+    want = [x0 * 2 + 1]
+    for _ in range(2):
+        want.append(want[-1] * 2 + 1)
+    np.testing.assert_array_equal(y, np.stack(want))
+    np.testing.assert_array_equal(x, want[-1])
+
+
+def test_parallel_host_loop_is_refused() -> None:
+    @proc
+    def par_steps(n: size, x: f32[n] @ GLOBAL):
+        assert n >= 32
+        for it in par(0, 2):  # noqa: B007
+            with scope("k", target="cuda"):
+                for t in par(0, 32, axis="threadIdx.x"):
+                    x[t] = 1.0
+
+    with pytest.raises(CodegenError, match=r"`for it in par\(0, 2\):` is outside every cuda"):
+        par_steps.cuda_source()
+
+
 def test_no_kernel_is_refused() -> None:
     @proc
     def nothing(n: size, x: f32[n] @ GLOBAL):
