@@ -60,8 +60,8 @@ class RegisterThreadIndexError(CodegenError):
 
 
 class RegisterNotPerThreadError(CodegenError):
-    """A REGISTER buffer allocated outside the thread loops and used in them has no leading
-    per-thread dimensions indexed by the thread variables."""
+    """A REGISTER buffer allocated outside the thread loops and written in them has no
+    leading per-thread dimensions indexed by the thread variables."""
 
 
 #: Constant-trip loops inside thread loops up to this many iterations get ``#pragma unroll``.
@@ -338,9 +338,12 @@ class KernelGen(FunctionGen):
 
     # -- rules -----------------------------------------------------------------------------
     def _check_registers(self) -> None:
-        """A REGISTER buffer is private to a thread: outside the thread loops it must carry
-        one element per thread in leading dimensions indexed by the thread variables
-        (``thread_regs``); inside one it must not be indexed by a thread variable."""
+        """A REGISTER buffer is private to a thread: allocated outside the thread loops and
+        written in them, it must carry one element per thread in leading dimensions indexed by
+        the thread variables (``thread_regs``); inside one it must not be indexed by a thread
+        variable. One written only outside the thread loops is uniform: every thread runs
+        those writes itself, on the same values (the barrier checker orders what they read),
+        so each holds the same copy and the thread loops may read it."""
         regs = {
             s.sym: s
             for s in walk_stmts(self.scope.body)
@@ -350,12 +353,13 @@ class KernelGen(FunctionGen):
         def go(body: tuple[Stmt, ...], threads: set[Sym], depth: int) -> None:
             for s in body:
                 if isinstance(s, Alloc) and s.sym in regs and depth == 0:
-                    used_in_threads = _used_in_thread_loops(self.scope.body, s.sym)
-                    if used_in_threads and s.sym not in self.layout.thread_regs:
+                    written = _written_in_thread_loops(self.scope.body, s.sym)
+                    if written and s.sym not in self.layout.thread_regs:
                         raise RegisterNotPerThreadError(
                             f"REGISTER buffer '{s.sym}' of kernel {self.scope.name} is allocated"
-                            " outside the thread loops but has no per-thread leading dimensions"
-                            " indexed by the thread variables (expand_dim, then lift_alloc)"
+                            " outside the thread loops and written in them but has no"
+                            " per-thread leading dimensions indexed by the thread variables"
+                            " (expand_dim, then lift_alloc)"
                         )
                 inner, d = threads, depth
                 if is_thread_loop(s):
@@ -384,13 +388,10 @@ def _blocks(s: Stmt) -> tuple[tuple[str, tuple[Stmt, ...]], ...]:
     return stmt_blocks(s)
 
 
-def _used_in_thread_loops(body: tuple[Stmt, ...], sym: Sym) -> bool:
+def _written_in_thread_loops(body: tuple[Stmt, ...], sym: Sym) -> bool:
     for s in walk_stmts(body):
         if is_thread_loop(s):
             assert isinstance(s, For)
-            for e in walk_exprs(s.body):
-                if isinstance(e, Read) and e.sym is sym:
-                    return True
             for x in walk_stmts(s.body):
                 if getattr(x, "sym", None) is sym and not isinstance(x, Alloc):
                     return True
