@@ -1,10 +1,11 @@
 """Row softmax as one CUDA kernel, a warp of 32 threads per row: the max and the sum fused
 into one online pass with ``scan_fuse``, that pass split by ``split_online`` into one online
 pass per thread over the strided columns ``j = 32 * jo + t`` (coalesced: consecutive threads
-read consecutive columns) with the threads' partial (max, sum) pairs in SHARED, then folded by
-every thread of the row into the row's max and sum (a 32-step loop over the shared partials,
-the same on every thread: the values are uniform, in REGISTER), and the output written by the
-32 threads over the same strided columns. ``insert_barriers`` places the one barrier.
+read consecutive columns), the threads' partial (max, sum) pairs in SHARED folded by a tree
+reduction (5 levels of 16, 8, 4, 2, 1 threads, each pair rescaled to the larger max), the
+row's max and sum taken from the tree's root by every thread (uniform values in REGISTER),
+and the output written by the 32 threads over the same strided columns. ``insert_barriers``
+places the barriers (one after the partial pairs and after each level).
 
 Run it with ``python sched/cuda_online_softmax.py``: it prints the final proc and its kernel,
 runs the kernel in the CPU emulation (both thread orders) on 333 rows of 77 columns (rows
@@ -64,7 +65,7 @@ def schedule(p: Proc) -> Proc:
     p, fused = scan_fuse(p, first, second)
     # thread t runs the same online pass over the columns 32 * jo + t; the row's pair is the
     # fold of the threads' pairs
-    p, warp = split_online(p, fused.fused, ROW_THREADS, ("t", "jo"))
+    p, warp = split_online(p, fused.fused, ROW_THREADS, ("t", "jo"), tree=True)
     # the output over the same strided columns, the thread loop outside
     p, cols = split(p, out, ROW_THREADS, ("jo", "t"), tail="guard")
     p, by_thread = reorder_loops(p, cols.outer)
@@ -73,7 +74,8 @@ def schedule(p: Proc) -> Proc:
     for part in warp.parts:
         p, _ = set_memory(p, part, SHARED)
     local, fold = warp.local.body(), warp.combine.body()
-    regs = (fused.saved[0], fused.factor[0], local[0], local[2], fold[0], fold[3])
+    news = tuple(level.body()[0] for level in warp.levels)
+    regs = (fused.saved[0], fused.factor[0], local[0], local[2], *news, fold[0], fold[3])
     for alloc in regs:
         p, _ = set_memory(p, alloc, REGISTER)
     for name in ("m", "s"):
@@ -81,9 +83,10 @@ def schedule(p: Proc) -> Proc:
     # one block per row, the warp's threads over the columns
     p, k = scope(p, row, "softmax_rows", target="cuda")
     p, _ = bind_loop(p, row, "blockIdx.x")
-    p, _ = bind_loop(p, warp.local, "threadIdx.x")
-    p, _ = bind_loop(p, by_thread.outer, "threadIdx.x")
-    # the fold reads every thread's partial pair: one barrier before it
+    for nest in (warp.local, *warp.levels, by_thread.outer):
+        p, _ = bind_loop(p, nest, "threadIdx.x")
+    # each level of the tree reads what the previous level's threads wrote, the fold what
+    # the last level wrote: one barrier after each
     p, _ = insert_barriers(p, k.scope)
     return p
 

@@ -611,7 +611,8 @@ def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
 
 
 def _split_online(f: Any, p: Proc, data: st.DataObject) -> Any:
-    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
+    tree = data.draw(st.booleans())
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)), tree=tree)
 
 
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {

@@ -65,17 +65,33 @@ def test_golden_forwarding_equivalent(golden) -> None:  # type: ignore[no-untype
         assert_equivalent(softmax_stats, p, trials=2, sizes=sizes, rtol=1e-5, atol=1e-6)
 
 
+def test_tree_golden_forwarding_equivalent(golden) -> None:  # type: ignore[no-untyped-def]
+    loop = ONLINE.find_loop("j")
+    p, c = split_online(ONLINE, loop, 8, tree=True)
+    golden.check(p)
+    assert p.forward(loop) == c.local
+    # levels of 4, 2, 1 classes, each independent; the fold takes in class 0 only
+    trips = [lv.node().hi.value for lv in c.levels]  # type: ignore[attr-defined]
+    assert trips == [4, 2, 1] and c.combine.node().hi.value == 1  # type: ignore[attr-defined]
+    for lv in c.levels:
+        parallelize_loop(p, lv)
+    for sizes in ({"R": 3, "C": 13}, {"R": 2, "C": 3}, {"R": 1, "C": 16}):
+        assert_equivalent(softmax_stats, p, trials=2, sizes=sizes, rtol=1e-5, atol=1e-6)
+
+
 def test_infinite_rows() -> None:
     """A row of -inf (every class's max stays -inf) and a row with one finite value give
     what the sequential pass gives (the guards keep NaN out)."""
-    p, _ = split_online(ONLINE, ONLINE.find_loop("j"), 4)
     x = np.full((2, 6), -np.inf, np.float32)
     x[1, 4] = 2.0
-    want, got = np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32)
+    want = np.zeros((2, 2), np.float32)
     ONLINE.interpret(R=2, C=6, x=x, out=want)
-    p.interpret(R=2, C=6, x=x, out=got)
-    np.testing.assert_array_equal(got, want)
-    assert got[1, 0] == 2.0
+    for tree in (False, True):
+        p, _ = split_online(ONLINE, ONLINE.find_loop("j"), 4, tree=tree)
+        got = np.zeros((2, 2), np.float32)
+        p.interpret(R=2, C=6, x=x, out=got)
+        np.testing.assert_array_equal(got, want)
+        assert got[1, 0] == 2.0
 
 
 def test_old_loop_statements_tombstone_hint() -> None:
@@ -90,6 +106,8 @@ def test_threads_must_be_positive() -> None:
     for bad in (0, -2, 1.5, True):
         with pytest.raises(SplitOnlineThreadsError):
             split_online(ONLINE, "j", bad)  # type: ignore[arg-type]
+    with pytest.raises(SplitOnlineThreadsError, match="power of two"):
+        split_online(ONLINE, "j", 6, tree=True)
 
 
 def test_loop_must_be_sequential() -> None:

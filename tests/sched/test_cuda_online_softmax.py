@@ -1,6 +1,6 @@
 """sched/cuda_online_softmax.py: runs as a file, one kernel (golden) that nvcc compiles, a
-warp per row (the partial pairs in SHARED, one barrier), the emulation matches numpy on 333
-rows, equivalence in the interpreter, history replay."""
+warp per row (the partial pairs in SHARED, a tree reduction with a barrier per level), the
+emulation matches numpy on 333 rows, equivalence in the interpreter, history replay."""
 
 from __future__ import annotations
 
@@ -51,7 +51,10 @@ def test_a_warp_per_row(scheduled: Proc) -> None:
     src = scheduled.cuda_source()
     assert "__launch_bounds__(32)" in src
     assert "__shared__ float m_part[32];" in src and "__shared__ float s_part[32];" in src
-    assert src.count("__syncthreads();") == 1  # before the fold, not in it
+    # after the partial pairs and after each of the 5 levels of the tree (16 ... 1 threads)
+    assert src.count("__syncthreads();") == 6
+    for h in (16, 8, 4, 2, 1):
+        assert f"if (threadIdx.x < {h}) {{" in src and f"m_part[t + {h}]" in src
     assert "x[r * C + t + 32 * jo]" in src  # consecutive threads, consecutive columns
 
 

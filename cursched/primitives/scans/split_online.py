@@ -95,13 +95,17 @@ class SplitOnlineCursors(PrimCursors):
         local: the loop over classes, each running the online pass from ``(-inf, 0)`` on its
             own iterations (independent iterations: bind it to threads).
         inner: the loop over a class's iterations (inside ``local``).
-        combine: the sequential loop folding the classes' pairs into the running pair.
+        levels: with ``tree``, the tree's levels, widest first (``threads / 2`` classes
+            folding in the pairs of as many others, down to 1); empty otherwise.
+        combine: the sequential loop folding the classes' pairs (class 0's alone after a
+            tree) into the running pair.
         parts: the allocations of the classes' partial results: the running max's, then one
             per sum, in the order of the sums' accumulations.
     """
 
     local: ForCursor
     inner: ForCursor
+    levels: tuple[ForCursor, ...]
     combine: ForCursor
     parts: tuple[AllocCursor, ...]
 
@@ -279,7 +283,27 @@ class _Builder:
         loop = For(t, int_const(0), int_const(self.T), (*head, inner, *tail))
         return loop, list(zip(o.stmts, copies, strict=True))
 
-    def combine(self) -> For:
+    def level(self, h: int) -> For:
+        """One level of the tree: class ``t < h`` folds class ``t + h``'s pair into its own
+        (no class reads an element another writes in the same level)."""
+        o, t = self.o, self.t.copy()
+        at, up = Read(t, (), INDEX), BinOp("+", Read(t, (), INDEX), int_const(h), INDEX)
+        new = Sym(f"{o.m.name}_new")
+        mn = self._rd(new)
+        guard = Extern("select", (self._f(float("-inf")), mn, mn, self._f(0.0)), o.type)
+
+        def scaled(p: Sym, k: Expr) -> Expr:
+            diff = BinOp("-", self._rd(self.parts[0], k), guard, o.type)
+            return BinOp("*", self._rd(p, k), Extern(o.exp, (diff,), o.type), o.type)
+
+        pair = (self._rd(self.parts[0], at), self._rd(self.parts[0], up))
+        body: list[Stmt] = [Alloc(new, o.type, DRAM), Assign(new, (), Extern(o.fmax, pair, o.type))]
+        for p in self.parts[1:]:
+            body.append(Assign(p, (at,), BinOp("+", scaled(p, at), scaled(p, up), o.type)))
+        body.append(Assign(self.parts[0], (at,), mn))
+        return For(t, int_const(0), int_const(h), tuple(body))
+
+    def combine(self, count: int) -> For:
         o, t = self.o, self.t.copy()
         at = Read(t, (), INDEX)
         m, prev, alpha = self._rd(o.m), o.prev.copy(), o.alpha.copy()
@@ -299,7 +323,7 @@ class _Builder:
         scale = Extern(o.exp, (BinOp("-", mp, guard, o.type),), o.type)
         for s, p in zip(o.sums, self.parts[1:], strict=True):
             body.append(Reduce(s, (), BinOp("*", self._rd(p, at), scale, o.type)))
-        return For(t, int_const(0), int_const(self.T), tuple(body))
+        return For(t, int_const(0), int_const(count), tuple(body))
 
 
 @primitive
@@ -310,6 +334,7 @@ def split_online(
     names: Annotated[
         tuple[str, str] | None, NewName(SplitOnlineNameError, at="loop", count=2)
     ] = None,
+    tree: bool = False,
 ) -> Rewrite[SplitOnlineCursors]:
     """Split an online max-and-sum loop into ``threads`` independent strided passes and a
     combine of their partial results.
@@ -321,19 +346,25 @@ def split_online(
     ``j = lo + threads * jo + t`` (the last round guarded), into ``m_part[t]`` and
     ``s_part[t]``; a sequential loop then folds the classes into ``(m, s)`` in class order:
     ``m = fmax(m, m_part[t])``, ``s = alpha * s``, ``s += s_part[t] * exp(m_part[t] - G(m))``.
-    Floating-point sums are regrouped (compare with a tolerance).
+    With ``tree=True`` (``threads`` a power of two) the classes' pairs are first folded in
+    place in ``log2(threads)`` levels (level ``h``: class ``t < h`` takes in class ``t + h``;
+    bind each level to threads for a shared-memory tree reduction), and the fold loop takes
+    in class 0 only. Floating-point sums are regrouped (compare with a tolerance).
 
     Args:
         proc: the proc to rewrite.
         loop: the online loop (a cursor or a loop name).
         threads: the number of classes (a positive constant: the threads of a row).
         names: the class and in-class loop variables (default ``(j + "t", j + "o")``).
+        tree: fold the classes' pairs in a tree of levels first.
 
     Returns:
-        The new proc and ``SplitOnlineCursors``: ``local``, ``inner``, ``combine``, ``parts``.
+        The new proc and ``SplitOnlineCursors``: ``local``, ``inner``, ``levels``,
+        ``combine``, ``parts``.
 
     Preconditions:
-        1. ``threads`` is a positive integer (``SplitOnlineThreadsError``).
+        1. ``threads`` is a positive integer, a power of two with ``tree``
+           (``SplitOnlineThreadsError``).
         2. the loop is sequential (``SplitOnlineLoopError``).
         3. its body is the online step above (``SplitOnlineShapeError``).
         4. the update's operand and the terms read nothing the loop updates, the terms the
@@ -366,6 +397,9 @@ def split_online(
         raise fail(
             SplitOnlineThreadsError, NAME, f"threads {threads!r} is not a positive int", loop
         )
+    if tree and threads & (threads - 1):
+        msg = f"a tree needs a power of two of classes, not {threads}"
+        raise fail(SplitOnlineThreadsError, NAME, msg, loop)
     L = loop.loop()
     if L.mode != "seq" or L.axis is not None:
         raise fail(SplitOnlineLoopError, NAME, f"loop {L.iter.name} is not sequential", loop)
@@ -381,10 +415,16 @@ def split_online(
     local, same = b.local()
     shape = TensorType(o.type, (int_const(threads),))
     allocs = tuple(Alloc(p, shape, DRAM) for p in b.parts)
+    levels: list[Stmt] = []
+    h = threads // 2
+    while tree and h >= 1:
+        levels.append(b.level(h))
+        h //= 2
+    fold = b.combine(1 if tree else threads)
     ed = Editor(proc.ir())
     out = ed.replace(
         loop.as_block().block(),
-        (*allocs, local, b.combine()),
+        (*allocs, local, *levels, fold),
         same=[(L, local), *same],
         hint="split by split_online; use .local",
     )
@@ -395,6 +435,7 @@ def split_online(
         SplitOnlineCursors,
         local=NodeLoc(paths[n]),
         inner=NodeLoc((*paths[n], ("body", head))),
-        combine=NodeLoc(paths[n + 1]),
+        levels=tuple(NodeLoc(paths[n + 1 + k]) for k in range(len(levels))),
+        combine=NodeLoc(paths[n + 1 + len(levels)]),
         parts=tuple(NodeLoc(paths[k]) for k in range(n)),
     )
