@@ -8,9 +8,16 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
 1. the zeroing of ``C`` split from the product (``fission``); the product's loops ordered
    ``k, i, j`` (``reorder_loops``);
 2. the iteration space cut into a main part whose extents are multiples of the tiles and
-   the edges (``cut_loop`` at ``MR * (M / MR)``, ``NR * (N / NR)``, ``KC * (K / KC)``):
-   rows and columns past the last whole tile stay scalar loops (``C`` edges), the ``K % KC``
-   remainder runs the same micro-kernel with a shorter ``k`` loop;
+   the edges of C (``cut_loop`` at ``MR * (M / MR)``, ``NR * (N / NR)``), each edge its own
+   nest over the whole K (``edges``): the ``N % NR`` columns right of the whole tiles in
+   strips of ``lanes`` and a masked last strip, the ``M % MR`` rows below them likewise;
+   each edge block is a call of an edge micro-kernel (``replace_all``) whose scheduled
+   version keeps its C tile in registers, one row per ``if i < MV`` (``unroll_guarded``:
+   split with a guard, cut, unroll), with masked loads, stores and multiply-adds
+   (``mm256_maskload_ps``, ``mm256_maskstore_ps``, ``mm256_mask_fmadd_ps_broadcast``) on
+   the last register of a row: no scalar loop is left anywhere. The main part is then cut
+   at ``KC * (K / KC)``: the ``K % KC`` remainder runs the same micro-kernel with a shorter
+   ``k`` loop;
 3. cache blocking of the main part (``tile``): ``ko`` (KC deep), ``jo`` (NR wide panels of
    B), ``io`` (MR rows of A), and the micro-kernel's ``ki, ii, ji`` inside;
 4. packing of the B panel ``B[KC*ko : KC*ko+KC, NR*jo : NR*jo+NR]`` into ``Bp`` (``pack``:
@@ -43,17 +50,20 @@ from cursched import (
     divide_dim,
     eliminate_dead_code,
     fission,
+    lift_scope,
     proc,
     rename,
     reorder_loops,
+    resize_dim,
     shift_loop,
     simplify,
     specialize,
     split,
     stage_mem,
     tune,
+    unroll_loop,
 )
-from cursched.cursors import IfCursor
+from cursched.cursors import ForCursor, IfCursor, StmtCursor
 from cursched.platforms import x86
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
@@ -80,17 +90,22 @@ class Target(NamedTuple):
     load: Proc
     store: Proc
     fmadd: Proc
+    maskload: Proc  # lanes i < N of a register (the edges of C and of B)
+    maskstore: Proc
+    maskfmadd: Proc
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
 # (benchmarks/results/sgemm_tuning.md); the run before it used 256 and 48
 AVX2_TARGET = Target(
     "avx2", x86.AVX2, 8, 6, 16, 384, 32, x86.mm256_loadu_ps_prefetch, x86.mm256_storeu_ps,
-    x86.mm256_fmadd_ps_broadcast,
+    x86.mm256_fmadd_ps_broadcast, x86.mm256_maskload_ps, x86.mm256_maskstore_ps,
+    x86.mm256_mask_fmadd_ps_broadcast,
 )  # fmt: skip
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
-    x86.mm512_fmadd_ps_broadcast,
+    x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
+    x86.mm512_mask_fmadd_ps_broadcast,
 )  # fmt: skip
 
 
@@ -149,6 +164,127 @@ def schedule_microkernel(uk: Proc, t: Target) -> Proc:
     return p
 
 
+def edge_microkernel(t: Target, width: int | None) -> Proc:
+    """The plain edge micro-kernel ``C[MV, W] += A[MV, KC] @ B[KC, W]`` for target ``t``:
+    ``1 <= MV <= MR`` rows of the original A, ``W = width`` columns (``NR`` or ``lanes``),
+    or ``W = NV <= lanes`` (``width=None``: the masked kernel)."""
+    w, nv, cond = (str(width), "", "") if width else ("NV", "NV: size, ", "NV <= t.lanes")
+    name = f"ukernel_edge_{width or 'masked'}"
+    src = f"""
+def {name}(
+    KC: size, MV: size, {nv}A: [f32][MV, KC] @ DRAM, B: [f32][KC, {w}] @ DRAM,
+    C: [f32][MV, {w}] @ DRAM
+):
+    assert MV >= 1
+    assert MV <= {t.mr}
+    {f"assert NV <= {t.lanes}" if cond else ""}
+    assert stride(A, 1) == 1
+    assert stride(B, 1) == 1
+    assert stride(C, 1) == 1
+    for k in seq(0, KC):
+        for i in seq(0, MV):
+            for j in seq(0, {w}):
+                C[i, j] += A[i, k] * B[k, j]
+"""
+    from cursched.analysis.bounds import check_bounds
+    from cursched.frontend import parse_source
+
+    return Proc(check_bounds(parse_source(src, {"DRAM": DRAM}, "<ukernel>")))
+
+
+def unroll_guarded(p: Proc, loop: ForCursor, most: int) -> tuple[Proc, list[StmtCursor]]:
+    """Unroll ``for i in seq(0, n)``, ``1 <= n <= most`` by the asserts, into ``most`` copies,
+    copy ``i`` under ``if i < n`` (the first unguarded): the rows of an edge tile each get
+    their own registers (constant indices) while ``n`` stays a run-time size."""
+    p, sp = split(p, loop, most, tail="guard")
+    p, cut = cut_loop(p, sp.outer, 1)  # 1 <= (n + most - 1) / most by the asserts
+    p, _ = eliminate_dead_code(p, cut.second)  # ... and the rest runs no iteration
+    p, one = unroll_loop(p, cut.first)
+    p, rows = unroll_loop(p, one.copies[0])
+    return p, list(rows.copies)
+
+
+def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
+    """Register-block an edge micro-kernel: its C tile in ``MR x W / lanes`` registers (one
+    masked register when ``width`` is None), each row guarded by ``if i < MV``, B's row in
+    registers, masked loads, stores and multiply-adds on the masked lanes."""
+    p = uk
+    k = p.find_loop("k")
+    w = str(width) if width else "NV"
+    p, ct = stage_mem(p, k, f"C[0:MV, 0:{w}]", "Ct", memory=t.memory)
+    p, _ = resize_dim(p, ct.alloc, 0, t.mr)  # MV <= MR rows of registers
+    p, bv = stage_mem(p, p.forward(k).body()[0], f"B[k, 0:{w}]", "Bv", memory=t.memory)
+    rows = [ct.load, p.forward(k).body()[-1], ct.store]
+    if width is None:  # one register, lanes NV.. unused
+        p, _ = resize_dim(p, ct.alloc, 1, t.lanes)
+        p, _ = resize_dim(p, bv.alloc, 0, t.lanes)
+    else:
+        for loop in [*(r.body()[0] for r in rows), bv.load]:
+            p, _ = split(p, loop, t.lanes, ("jo", "ji"), tail="perfect")
+        p, _ = divide_dim(p, ct.alloc, 1, t.lanes)
+        p, _ = divide_dim(p, bv.alloc, 0, t.lanes)
+    p, _ = simplify(p)
+    p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
+    for r in rows:
+        p, _ = unroll_guarded(p, p.forward(r), t.mr)
+    instrs = [t.load, t.maskload, t.fmadd, t.maskfmadd, t.store, t.maskstore]
+    p, _ = replace_all(p, instrs)
+    p, _ = simplify(p)
+    if width is not None:  # the registers of a row
+        p, _ = unroll_all(p, p.find_loop("jo", many=True))
+    p, _ = rename(p, f"{uk.name()}_{t.name}")
+    return p
+
+
+def edges(p: Proc, nedge: ForCursor, medge: ForCursor, t: Target) -> Proc:
+    """The edges of C as edge micro-kernel calls, each over the whole K: ``nedge`` (the
+    ``N % NR`` columns right of the whole tiles, ``MR`` rows at a time) and ``medge`` (the
+    ``M % MR`` rows below them, every column). Columns go ``NR`` (bottom edge only), then
+    ``lanes``, then the masked last ``N % lanes``; each part behind ``if`` when it may be
+    empty (a kernel's sizes are positive)."""
+    mr, nr, v = t.mr, t.nr, t.lanes
+    # the right edge: for io: for jo (0 or 1 strips of v): kernel; if N % v > 0: masked
+    p, _ = split(p, nedge.body()[0], mr, ("io", "ii"), tail="perfect")
+    p, _ = reorder_loops(p, nedge)  # io, k, ii, j
+    p, jl = shift_loop(p, p.forward(nedge).body()[0].body()[0], 0)
+    p, js = split(p, jl.loop, v, ("jo", "ji"), tail="cut_and_guard")
+    p, f = fission(p, p.forward(js.outer).after(), n_lifts=3)
+    p, _ = reorder_loops(p, f.first.body()[0].body()[0])  # io, k, jo, ii
+    p, _ = reorder_loops(p, f.first.body()[0])  # io, jo, k, ii
+    p = lift(p, js.guard, 3)
+    # the bottom edge, i outermost so that its extent M % MR decides the ``if``
+    p, il = shift_loop(p, medge.body()[0], 0)
+    p, _ = reorder_loops(p, medge)
+    p, msp = specialize(p, il.loop, f"M % {mr} > 0")
+    p, _ = eliminate_dead_code(p, msp.fallback[0])
+    p, ki = reorder_loops(p, msp.branches[0].body()[0])  # k, i, j again
+    p, mj = split(p, ki.outer.body()[0].body()[0], nr, ("jo", "ji"), tail="cut")
+    p, mj2 = split(p, mj.tail, v, ("jo", "ji"), tail="cut_and_guard")
+    p, m1 = fission(p, p.forward(mj.outer).after(), n_lifts=2)
+    p, m2 = fission(p, m1.second.body()[0].body()[0].after(), n_lifts=2)
+    for nest in (m1.first, m2.first):  # jo, k, i, ji
+        p, _ = reorder_loops(p, nest.body()[0])
+        p, _ = reorder_loops(p, nest)
+    p = lift(p, mj2.guard, 2)
+    p, _ = simplify(p)
+    widths = (nr, v, None)
+    plain = [edge_microkernel(t, w) for w in widths]
+    p, calls = replace_all(p, plain)
+    pairs = zip(plain, widths, strict=True)
+    fast = {u.name(): schedule_edge_microkernel(u, t, w) for u, w in pairs}
+    for c in calls.calls:
+        p, _ = call_eqv(p, c, fast[c.node().proc.name])
+    return p
+
+
+def lift(p: Proc, s: StmtCursor, times: int) -> Proc:
+    """``lift_scope`` the ``if`` ``s`` out of ``times`` enclosing loops."""
+    for _ in range(times):
+        p, ls = lift_scope(p, s)
+        s = ls.outer
+    return p
+
+
 def schedule(p: Proc, t: Target | None = None) -> Proc:
     """The BLIS-style schedule of ``sgemm`` (see the module docstring)."""
     t = t or target()
@@ -158,23 +294,21 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, nests.second.body()[0])
     p, kij = reorder_loops(p, nests.second)
     prod = kij.outer
-    # 2. whole tiles and edges: k < KC*(K/KC), then i < MR*(M/MR), then j < NR*(N/NR)
-    p, kcut = cut_loop(p, prod, f"{kc} * (K / {kc})")
-    p, icut = cut_loop(p, kcut.first.body()[0], f"{mr} * (M / {mr})")
+    # 2. whole tiles and edges: i < MR*(M/MR), j < NR*(N/NR) in the main nest, the edges in
+    #    their own (masked micro-kernels, whole K); then k < KC*(K/KC) of the main nest
+    p, icut = cut_loop(p, prod.body()[0], f"{mr} * (M / {mr})")
     p, jcut = cut_loop(p, icut.first.body()[0], f"{nr} * (N / {nr})")
     p, _ = fission(p, jcut.first.after(), n_lifts=1)
-    p, kmain = fission(p, icut.first.after(), n_lifts=1)
-    main = kmain.first
-    # the K remainder: the same cuts, its k loop from 0, behind ``if K % KC > 0``
+    p, k1 = fission(p, p.forward(icut.first).after(), n_lifts=1)
+    p, k2 = fission(p, k1.second.body()[0].after(), n_lifts=1)
+    p = edges(p, k2.first, k2.second, t)
+    p, kcut = cut_loop(p, k1.first, f"{kc} * (K / {kc})")
+    main = kcut.first
+    # the K remainder: its k loop from 0, behind ``if K % KC > 0``
     p, ktail = shift_loop(p, kcut.second, 0)
     p, sp = specialize(p, ktail.loop, f"K % {kc} > 0")
     p, _ = eliminate_dead_code(p, sp.fallback[0])
-    kloop = sp.branches[0].body()[0]
-    p, kic = cut_loop(p, kloop.body()[0], f"{mr} * (M / {mr})")
-    p, kjc = cut_loop(p, kic.first.body()[0], f"{nr} * (N / {nr})")
-    p, _ = fission(p, kjc.first.after(), n_lifts=1)
-    p, kr = fission(p, kic.first.after(), n_lifts=1)
-    rem = kr.first
+    rem = sp.branches[0].body()[0]
     # 3. blocking of the main part: ko, ic (MC rows), jo, ir (MR rows), ki, ii, ji
     p, tl = tile(p, [main, main.body()[0], main.body()[0].body()[0]], [kc, mr, nr],
                  [("ko", "ki"), ("io", "ii"), ("jo", "ji")])  # fmt: skip

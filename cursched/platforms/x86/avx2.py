@@ -30,6 +30,7 @@ __all__ = [
     "mm256_fmadd_ps_broadcast",
     "mm256_loadu_ps",
     "mm256_loadu_ps_prefetch",
+    "mm256_mask_fmadd_ps_broadcast",
     "mm256_maskload_ps",
     "mm256_maskstore_ps",
     "mm256_max_ps",
@@ -131,6 +132,23 @@ def mm256_fmadd_ps_broadcast(dst: [f32][8] @ AVX2, lhs: [f32][8] @ AVX2, rhs: [f
     assert stride(dst, 0) == 1
     assert stride(lhs, 0) == 1
     for i in seq(0, 8):
+        dst[i] += lhs[i] * rhs[0]
+
+
+@instr(
+    "{dst} = _mm256_blendv_ps({dst}, _mm256_fmadd_ps({lhs}, _mm256_broadcast_ss({rhs}), {dst}),"
+    " _mm256_castsi256_ps(" + _MASK + "));"
+)
+def mm256_mask_fmadd_ps_broadcast(
+    N: size, dst: [f32][8] @ AVX2, lhs: [f32][8] @ AVX2, rhs: [f32][1] @ DRAM
+):
+    # the multiply-add on lanes i < N only (a masked edge tile's last register): lanes N..7
+    # keep their value, as the body says, so the template blends (AVX2 has no masked FMA);
+    # the mask depends on N alone, which the compiler hoists out of the micro-kernel's loop
+    assert N <= 8
+    assert stride(dst, 0) == 1
+    assert stride(lhs, 0) == 1
+    for i in seq(0, N):
         dst[i] += lhs[i] * rhs[0]
 
 
