@@ -94,7 +94,9 @@ def test_microkernel_is_vector_code_without_a_scalar_inner_loop(scheduled: Proc)
         assert "+=" not in body and "Ct[i" not in body, name
         assert body.count("if (5 < MV)") == 3, name  # the load, the update, the store
     masked = _function(c, "ukernel_edge_masked_avx2")
-    assert masked.count("_mm256_maskload_ps(") == 6 + 1 and masked.count("_mm256_maskstore_ps(") == 6
+    assert (
+        masked.count("_mm256_maskload_ps(") == 6 + 1 and masked.count("_mm256_maskstore_ps(") == 6
+    )
     assert "_mm256_loadu_ps(" not in masked and "_mm256_storeu_ps(" not in masked
     # the packed buffers are allocated once, outside every loop (the K remainder's in its
     # ``if``, one level down)
