@@ -7,17 +7,17 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
 
 1. the zeroing of ``C`` split from the product (``fission``); the product's loops ordered
    ``k, i, j`` (``reorder_loops``);
-2. the iteration space cut into a main part whose extents are multiples of the tiles and
-   the edges of C (``cut_loop`` at ``MR * (M / MR)``, ``NR * (N / NR)``), each edge its own
-   nest over the whole K (``edges``): the ``N % NR`` columns right of the whole tiles in
-   strips of ``lanes`` and a masked last strip, the ``M % MR`` rows below them likewise;
-   each edge block is a call of an edge micro-kernel (``replace_all``) whose scheduled
-   version keeps its C tile in registers, one row per ``if i < MV`` (``unroll_guarded``:
-   split with a guard, cut, unroll), with masked loads, stores and multiply-adds
-   (``mm256_maskload_ps``, ``mm256_maskstore_ps``, ``mm256_mask_fmadd_ps_broadcast``) on
-   the last register of a row: no scalar loop is left anywhere. The main part is then cut
-   at ``KC * (K / KC)``: the ``K % KC`` remainder runs the same micro-kernel with a shorter
-   ``k`` loop;
+2. the iteration space cut into whole tiles and the edges of C (``cut_loop`` at
+   ``NR * (N / NR)``, ``KC * (K / KC)``, ``MR * (M / MR)``): the ``N % NR`` right-edge
+   columns run over the whole K on their own packed copy of B (``Be``, ``right_edge``),
+   the ``M % MR`` bottom rows inside each K block on the main part's packed panels of B
+   (``bottom_edge``, then ``fuse`` of the K-block loops); each edge block is a call of an
+   edge micro-kernel (``NR``, ``lanes`` or a masked width) whose scheduled version keeps its
+   C tile in registers, one row per ``if i < MV`` (``unroll_guarded``: split with a guard,
+   cut, unroll), with masked loads, stores and multiply-adds (``mm256_maskload_ps``,
+   ``mm256_maskstore_ps``, ``mm256_mask_fmadd_ps_broadcast``) on a row's last register: no
+   scalar loop is left. The ``K % KC`` remainder runs the same kernels with a shorter ``k``
+   loop, behind ``if K % KC > 0`` (``if_runs``: a kernel's sizes are positive);
 3. cache blocking of the main part (``tile``): ``ko`` (KC deep), ``jo`` (NR wide panels of
    B), ``io`` (MR rows of A), and the micro-kernel's ``ki, ii, ji`` inside;
 4. packing of the B panel ``B[KC*ko : KC*ko+KC, NR*jo : NR*jo+NR]`` into ``Bp`` (``pack``:
@@ -50,6 +50,7 @@ from cursched import (
     divide_dim,
     eliminate_dead_code,
     fission,
+    fuse,
     lift_scope,
     proc,
     rename,
@@ -236,45 +237,25 @@ def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
     return p
 
 
-def edges(p: Proc, nedge: ForCursor, medge: ForCursor, t: Target) -> Proc:
-    """The edges of C as edge micro-kernel calls, each over the whole K: ``nedge`` (the
-    ``N % NR`` columns right of the whole tiles, ``MR`` rows at a time) and ``medge`` (the
-    ``M % MR`` rows below them, every column). Columns go ``NR`` (bottom edge only), then
-    ``lanes``, then the masked last ``N % lanes``; each part behind ``if`` when it may be
-    empty (a kernel's sizes are positive)."""
-    mr, nr, v = t.mr, t.nr, t.lanes
-    # the right edge: for io: for jo (0 or 1 strips of v): kernel; if N % v > 0: masked
-    p, _ = split(p, nedge.body()[0], mr, ("io", "ii"), tail="perfect")
-    p, _ = reorder_loops(p, nedge)  # io, k, ii, j
-    p, jl = shift_loop(p, p.forward(nedge).body()[0].body()[0], 0)
-    p, js = split(p, jl.loop, v, ("jo", "ji"), tail="cut_and_guard")
-    p, f = fission(p, p.forward(js.outer).after(), n_lifts=3)
-    p, _ = reorder_loops(p, f.first.body()[0].body()[0])  # io, k, jo, ii
-    p, _ = reorder_loops(p, f.first.body()[0])  # io, jo, k, ii
-    p = lift(p, js.guard, 3)
-    # the bottom edge, i outermost so that its extent M % MR decides the ``if``
-    p, il = shift_loop(p, medge.body()[0], 0)
-    p, _ = reorder_loops(p, medge)
-    p, msp = specialize(p, il.loop, f"M % {mr} > 0")
-    p, _ = eliminate_dead_code(p, msp.fallback[0])
-    p, ki = reorder_loops(p, msp.branches[0].body()[0])  # k, i, j again
-    p, mj = split(p, ki.outer.body()[0].body()[0], nr, ("jo", "ji"), tail="cut")
-    p, mj2 = split(p, mj.tail, v, ("jo", "ji"), tail="cut_and_guard")
-    p, m1 = fission(p, p.forward(mj.outer).after(), n_lifts=2)
-    p, m2 = fission(p, m1.second.body()[0].body()[0].after(), n_lifts=2)
-    for nest in (m1.first, m2.first):  # jo, k, i, ji
-        p, _ = reorder_loops(p, nest.body()[0])
-        p, _ = reorder_loops(p, nest)
-    p = lift(p, mj2.guard, 2)
-    p, _ = simplify(p)
-    widths = (nr, v, None)
-    plain = [edge_microkernel(t, w) for w in widths]
-    p, calls = replace_all(p, plain)
-    pairs = zip(plain, widths, strict=True)
-    fast = {u.name(): schedule_edge_microkernel(u, t, w) for u, w in pairs}
-    for c in calls.calls:
-        p, _ = call_eqv(p, c, fast[c.node().proc.name])
-    return p
+def if_runs(p: Proc, nest: ForCursor, depth: int, cond: str) -> tuple[Proc, ForCursor]:
+    """Put the loop nest ``nest`` behind ``if cond``, ``cond`` saying that its loop ``depth``
+    levels down runs (a kernel's sizes are positive): that loop is moved outermost, the nest
+    specialized on ``cond``, the fallback (it runs no iteration) removed, the loop moved back.
+    Returns the proc and the nest inside the ``if``."""
+    loops = [nest]
+    for _ in range(depth):
+        loops.append(p.forward(loops[-1]).body()[0])
+    for d in reversed(range(depth)):  # the loop ``depth`` down up to the top
+        p, _ = reorder_loops(p, loops[d])
+    inner = loops[depth]
+    p, sp = specialize(p, inner, cond)
+    p, _ = eliminate_dead_code(p, sp.fallback[0])
+    top = sp.branches[0].body()[0]
+    assert isinstance(top, ForCursor)
+    for _ in range(depth):  # back down
+        p, ro = reorder_loops(p, top)
+        top = ro.inner
+    return p, p.forward(sp.branches[0]).body()[0]
 
 
 def lift(p: Proc, s: StmtCursor, times: int) -> Proc:
@@ -283,6 +264,55 @@ def lift(p: Proc, s: StmtCursor, times: int) -> Proc:
         p, ls = lift_scope(p, s)
         s = ls.outer
     return p
+
+
+def right_edge(p: Proc, nest: ForCursor, t: Target) -> Proc:
+    """The ``N % NR`` columns right of the whole tiles (``nest``: ``k, i, j``), over the whole
+    K: their B packed once into ``Be`` (``[K, N % NR]``, contiguous rows read by every row
+    tile), ``MR`` rows at a time, then the ``M % MR`` rows of the corner; in strips of
+    ``lanes`` columns, then the masked last ``N % lanes``."""
+    mr, nr, v = t.mr, t.nr, t.lanes
+    p, _ = shift_loop(p, nest.body()[0].body()[0], 0)
+    p, nest = if_runs(p, nest, 2, f"N % {nr} > 0")
+    p, _ = pack(p, nest, f"B[0:K, {nr} * (N / {nr}):N]", "Be")
+    nest = p.forward(nest)
+    assert isinstance(nest, ForCursor)
+    p, icut = cut_loop(p, nest.body()[0], f"{mr} * (M / {mr})")
+    p, f = fission(p, icut.first.after(), n_lifts=1)
+    # MR rows at a time: for io: for jo (0 or 1 strips): kernel; if N % v > 0: masked
+    p, _ = split(p, f.first.body()[0], mr, ("io", "ii"), tail="perfect")
+    p, ro = reorder_loops(p, f.first)  # io, k, ii, j
+    p, js = split(p, ro.inner.body()[0].body()[0], v, ("jo", "ji"), tail="cut_and_guard")
+    p, g = fission(p, p.forward(js.outer).after(), n_lifts=3)
+    p, _ = reorder_loops(p, g.first.body()[0].body()[0])  # io, k, jo, ii
+    p, _ = reorder_loops(p, g.first.body()[0])  # io, jo, k, ii
+    p = lift(p, js.guard, 3)
+    # the corner: the M % MR rows, behind ``if M % MR > 0``
+    p, _ = shift_loop(p, f.second.body()[0], 0)
+    p, corner = if_runs(p, f.second, 1, f"M % {mr} > 0")
+    p, cs = split(p, corner.body()[0].body()[0], v, ("jo", "ji"), tail="cut_and_guard")
+    p, h = fission(p, p.forward(cs.outer).after(), n_lifts=2)
+    p, _ = reorder_loops(p, h.first.body()[0])  # k, jo, i
+    p, _ = reorder_loops(p, h.first)  # jo, k, i
+    p = lift(p, cs.guard, 2)
+    return p
+
+
+def bottom_edge(p: Proc, nest: ForCursor, t: Target, blocked: bool) -> tuple[Proc, StmtCursor]:
+    """The ``M % MR`` rows below the whole tiles of one K range (``nest``: ``k, i, j``, ``j <
+    NR * (N / NR)``): ``[ko,] jo, k, i, ji`` (``blocked``: the K blocks of ``KC``, so that
+    ``ko`` fuses with the main part's and the rows read its packed panels of B), behind
+    ``if M % MR > 0``. Returns the proc and the outermost statement."""
+    p, _ = shift_loop(p, nest.body()[0], 0)
+    p, _ = split(p, nest.body()[0].body()[0], t.nr, ("jo", "ji"), tail="perfect")
+    p, _ = reorder_loops(p, nest.body()[0])  # k, jo, i
+    p, r = reorder_loops(p, nest)  # jo, k, i
+    top: StmtCursor = r.outer
+    if blocked:
+        p, _ = split(p, r.inner, t.kc, ("ko", "ki"), tail="perfect")
+        p, r2 = reorder_loops(p, r.outer)  # ko, jo, ki, i
+        top = r2.outer
+    return p, top
 
 
 def schedule(p: Proc, t: Target | None = None) -> Proc:
@@ -294,21 +324,24 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, nests.second.body()[0])
     p, kij = reorder_loops(p, nests.second)
     prod = kij.outer
-    # 2. whole tiles and edges: i < MR*(M/MR), j < NR*(N/NR) in the main nest, the edges in
-    #    their own (masked micro-kernels, whole K); then k < KC*(K/KC) of the main nest
-    p, icut = cut_loop(p, prod.body()[0], f"{mr} * (M / {mr})")
-    p, jcut = cut_loop(p, icut.first.body()[0], f"{nr} * (N / {nr})")
-    p, _ = fission(p, jcut.first.after(), n_lifts=1)
-    p, k1 = fission(p, p.forward(icut.first).after(), n_lifts=1)
-    p, k2 = fission(p, k1.second.body()[0].after(), n_lifts=1)
-    p = edges(p, k2.first, k2.second, t)
-    p, kcut = cut_loop(p, k1.first, f"{kc} * (K / {kc})")
-    main = kcut.first
-    # the K remainder: its k loop from 0, behind ``if K % KC > 0``
+    # 2. columns: the whole NR-wide panels (K-blocked below) and the right edge (whole K)
+    p, jcut = cut_loop(p, prod.body()[0].body()[0], f"{nr} * (N / {nr})")
+    p, cols = fission(p, jcut.first.after(), n_lifts=2)
+    p = right_edge(p, cols.second, t)
+    # 3. K blocks: k < KC*(K/KC), and the remainder from 0 behind ``if K % KC > 0``; in
+    #    each, the whole MR-row tiles and the bottom edge
+    p, kcut = cut_loop(p, cols.first, f"{kc} * (K / {kc})")
     p, ktail = shift_loop(p, kcut.second, 0)
     p, sp = specialize(p, ktail.loop, f"K % {kc} > 0")
     p, _ = eliminate_dead_code(p, sp.fallback[0])
     rem = sp.branches[0].body()[0]
+    bottoms = []
+    for nest, blocked in ((kcut.first, True), (rem, False)):
+        p, icut = cut_loop(p, p.forward(nest).body()[0], f"{mr} * (M / {mr})")
+        p, rows = fission(p, icut.first.after(), n_lifts=1)
+        p, b = bottom_edge(p, rows.second, t, blocked)
+        bottoms.append(b)
+    main = kcut.first
     # 3. blocking of the main part: ko, ic (MC rows), jo, ir (MR rows), ki, ii, ji
     p, tl = tile(p, [main, main.body()[0], main.body()[0].body()[0]], [kc, mr, nr],
                  [("ko", "ki"), ("io", "ii"), ("jo", "ji")])  # fmt: skip
@@ -326,6 +359,11 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, rmc = split(p, p.forward(rt.outer[0]), t.mcb, ("ic", "ir"), tail="cut")
     p, _ = reorder_loops(p, rmc.inner)
     p, _ = reorder_loops(p, rmc.tail)
+    # ... the bottom edge: in the main part's K blocks (it reads their packed panels of B)
+    p, fu = fuse(p, p.forward(ko), bottoms[0])
+    ko = fu.fused
+    for b in (p.forward(ko).body()[-1], bottoms[1]):
+        p, _ = if_runs(p, p.forward(b), 2, f"M % {mr} > 0")
     # 4. packing: the KC x N strip of B as [N / NR, KC, NR] once per ko, the MC x KC block
     #    of A as [MC / MR, KC, MR] once per (ko, ic); each buffer allocated once
     ko = p.forward(ko)
@@ -339,16 +377,21 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     # the ``if`` (its extent K % KC is then positive)
     base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
     assert isinstance(cut, IfCursor)
-    p, _ = pack(p, cut.body()[0:2], f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
+    p, _ = pack(p, cut.body(), f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
                 divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
     p, _ = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
                 "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
-    # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive)
-    plain = {kind: microkernel(t, kind) for kind in ("packed", "rows")}
-    p, calls = replace_all(p, list(plain.values()))
-    fast = {c.ir().name: schedule_microkernel(c, t) for c in plain.values()}
+    # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
+    #    then each callee swapped for its register-blocked version
+    fast = [schedule_microkernel(microkernel(t, kind), t) for kind in ("packed", "rows")]
+    plain = [microkernel(t, kind) for kind in ("packed", "rows")]
+    for w in (nr, t.lanes, None):
+        plain.append(edge_microkernel(t, w))
+        fast.append(schedule_edge_microkernel(plain[-1], t, w))
+    p, calls = replace_all(p, plain)
+    by_name = {u.name(): f for u, f in zip(plain, fast, strict=True)}
     for c in calls.calls:
-        p, _ = call_eqv(p, c, fast[c.node().proc.name])
+        p, _ = call_eqv(p, c, by_name[c.node().proc.name])
     p, _ = simplify(p)
     return p
 
