@@ -51,6 +51,7 @@ from cursched import (
     eliminate_dead_code,
     fission,
     fuse,
+    insert_noop_call,
     lift_scope,
     proc,
     rename,
@@ -94,6 +95,8 @@ class Target(NamedTuple):
     maskload: Proc  # lanes i < N of a register (the edges of C and of B)
     maskstore: Proc
     maskfmadd: Proc
+    zero: Proc  # the register tile's start (accumulated from zero, BLIS's micro-kernel)
+    storeadd: Proc  # C += the tile, at the end
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -101,12 +104,12 @@ class Target(NamedTuple):
 AVX2_TARGET = Target(
     "avx2", x86.AVX2, 8, 6, 16, 384, 32, x86.mm256_loadu_ps_prefetch, x86.mm256_storeu_ps,
     x86.mm256_fmadd_ps_broadcast, x86.mm256_maskload_ps, x86.mm256_maskstore_ps,
-    x86.mm256_mask_fmadd_ps_broadcast,
+    x86.mm256_mask_fmadd_ps_broadcast, x86.mm256_setzero_ps, x86.mm256_storeu_add_ps,
 )  # fmt: skip
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
-    x86.mm512_mask_fmadd_ps_broadcast,
+    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps,
 )  # fmt: skip
 
 
@@ -144,12 +147,15 @@ def ukernel_{kind}(
     return Proc(check_bounds(parse_source(src, {"DRAM": DRAM}, "<ukernel>")))
 
 
-def schedule_microkernel(uk: Proc, t: Target) -> Proc:
+def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     """Register-block ``uk``: the C tile and a row of B in vector registers, broadcast-FMA
-    instructions, everything but the ``k`` loop unrolled."""
+    instructions, everything but the ``k`` loop unrolled. With ``accum`` (BLIS's way) the
+    tile starts at zero and is added to C at the end, C's rows prefetched before the ``k``
+    loop (``insert_noop_call`` of ``mm_prefetch``): the loads of C, cold in cache, no
+    longer stall the start of every call."""
     p = uk
     k = p.find_loop("k")
-    p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory)
+    p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory, accum=accum)
     for loop in (ct.load.body()[0], p.forward(k).body()[0].body()[0], ct.store.body()[0]):
         p, _ = split(p, loop, t.lanes, ("jo", "ji"), tail="perfect")
     p, _ = divide_dim(p, ct.alloc, 1, t.lanes)
@@ -159,8 +165,13 @@ def schedule_microkernel(uk: Proc, t: Target) -> Proc:
     p, _ = simplify(p)
     # B * A: the instruction's operand order (a register times a broadcast scalar)
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
-    p, _ = replace_all(p, [t.load, t.fmadd, t.store])
+    p, _ = replace_all(p, [t.load, t.fmadd, t.store, t.zero, t.storeadd])
     p, _ = unroll_all(p, [ct.load, ct.store, bv.load, p.forward(k).body()[-1]])
+    if accum:
+        for i in range(t.mr):
+            for j in range(0, t.nr, 16):
+                gap = p.forward(k).before()
+                p, _ = insert_noop_call(p, gap, x86.mm_prefetch, [f"C[{i}, {j}:{j + 16}]"])
     p, _ = rename(p, f"{uk.name()}_{t.name}")
     return p
 

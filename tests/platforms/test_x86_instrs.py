@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, Proc, proc, replace, set_memory
+from cursched import DRAM, Proc, insert_noop_call, proc, replace, set_memory
 from cursched.analysis.bounds import check_bounds
 from cursched.frontend import parse_source
 from cursched.ir.nodes import Const
@@ -423,3 +423,28 @@ def test_masked_fmadd_keeps_the_other_lanes() -> None:
         f(n, y, s, got)
         assert np.array_equal(want, got), (n, want, got)
         assert np.array_equal(got[n:], y[n:])
+
+
+@proc
+def add_into(x: f32[8] @ DRAM, y: f32[16] @ DRAM):
+    t: f32[8] @ AVX2
+    for i in seq(0, 8):
+        t[i] = x[i]
+    for i in seq(0, 8):
+        y[i] += t[i]
+
+
+def test_store_add_and_prefetch() -> None:
+    """``mm256_storeu_add_ps`` is the body's ``y += t`` bit for bit; ``mm_prefetch`` goes in
+    with ``insert_noop_call`` (it changes nothing) and compiles to ``_mm_prefetch``."""
+    p = _replace_all(add_into, [("i #0", mm256_loadu_ps), ("i #0", x86.mm256_storeu_add_ps)])
+    p, _ = insert_noop_call(p, p.body()[0].after(), x86.mm_prefetch, ["y[0:16]"])
+    f = p.compile()
+    assert "_mm_prefetch(" in f.c_source and "_mm256_add_ps(_mm256_loadu_ps(" in f.c_source
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(8).astype(np.float32)
+    y0 = rng.standard_normal(16).astype(np.float32)
+    want, got = y0.copy(), y0.copy()
+    add_into.interpret(x, want)
+    f(x, got)
+    assert np.array_equal(want, got)

@@ -39,7 +39,9 @@ __all__ = [
     "mm256_reduce_add_ps",
     "mm256_reduce_max_ps",
     "mm256_setzero_ps",
+    "mm256_storeu_add_ps",
     "mm256_storeu_ps",
+    "mm_prefetch",
 ]
 
 #: Lanes ``i < N`` set: the mask of the masked loads and stores.
@@ -70,6 +72,25 @@ def mm256_storeu_ps(dst: [f32][8] @ DRAM, src: [f32][8] @ AVX2):
     assert stride(src, 0) == 1
     for i in seq(0, 8):
         dst[i] = src[i]
+
+
+@instr("_mm256_storeu_ps({dst}, _mm256_add_ps(_mm256_loadu_ps({dst}), {src}));")
+def mm256_storeu_add_ps(dst: [f32][8] @ DRAM, src: [f32][8] @ AVX2):
+    # ``dst += src`` in memory: a register tile accumulated from zero is added to C once at
+    # the end (BLIS's micro-kernel), so C is not needed before the k loop; one rounding per
+    # lane, as the body's
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, 8):
+        dst[i] += src[i]
+
+
+@instr("_mm_prefetch((const char *)({src}), _MM_HINT_T0);")
+def mm_prefetch(src: [f32][16] @ DRAM):
+    # a hint to bring the line of src[0] (16 floats: 64 bytes) into L1 ahead of its use: it
+    # neither faults nor changes memory, so its body is empty; insert it with
+    # insert_noop_call
+    pass
 
 
 @instr(

@@ -34,6 +34,7 @@ __all__ = [
     "mm512_set1_ps",
     "mm512_set1_ps_scalar",
     "mm512_setzero_ps",
+    "mm512_storeu_add_ps",
     "mm512_storeu_ps",
 ]
 
@@ -76,6 +77,15 @@ def mm512_mask_storeu_ps(N: size, dst: [f32][N] @ DRAM, src: [f32][16] @ AVX512)
     for i in seq(0, 16):
         if i < N:
             dst[i] = src[i]
+
+
+@instr("_mm512_storeu_ps({dst}, _mm512_add_ps(_mm512_loadu_ps({dst}), {src}));")
+def mm512_storeu_add_ps(dst: [f32][16] @ DRAM, src: [f32][16] @ AVX512):
+    # as mm256_storeu_add_ps: a register tile accumulated from zero added to C at the end
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, 16):
+        dst[i] += src[i]
 
 
 @instr("{dst} = _mm512_setzero_ps();")
