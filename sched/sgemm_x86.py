@@ -18,16 +18,19 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    ``mm256_maskstore_ps``, ``mm256_mask_fmadd_ps_broadcast``) on a row's last register: no
    scalar loop is left. The ``K % KC`` remainder runs the same kernels with a shorter ``k``
    loop, behind ``if K % KC > 0`` (``if_runs``: a kernel's sizes are positive);
-3. cache blocking of the main part (``tile``): ``ko`` (KC deep), ``jo`` (NR wide panels of
-   B), ``io`` (MR rows of A), and the micro-kernel's ``ki, ii, ji`` inside;
-4. packing of the B panel ``B[KC*ko : KC*ko+KC, NR*jo : NR*jo+NR]`` into ``Bp`` (``pack``:
-   ``stage_mem`` + ``lift_alloc``): one KC x NR buffer allocated once, filled once per
-   (ko, jo) and read contiguously by every micro-kernel of the panel;
-5. the micro-kernel block replaced by a call of ``ukernel`` (``replace_all``: the main part
-   and the ``K`` remainder), then ``call_eqv`` to its scheduled version: C tile staged in
-   vector registers (``stage_mem(..., memory=AVX2)`` + ``divide_dim``), a row of Bp in
-   registers, broadcast-FMA instructions (``replace_all``), the register tile fully
-   unrolled (``unroll_all``).
+3. cache blocking of the main part (``tile``, ``split``): ``ko`` (KC deep), ``ic`` (MC =
+   MR * mcb rows), ``jo`` (NR wide panels of B), ``ir`` (MR rows), the micro-kernel's
+   ``ki, ii, ji`` inside;
+4. packing (``pack``: ``stage_mem`` + ``divide_dim`` + ``rearrange_dim`` + ``lift_alloc``,
+   each buffer allocated once): the KC x N strip of B as ``Bp[N / NR, KC, NR]`` once per
+   ``ko``, each MC x KC block of A as ``Ap[MC / MR, KC, MR]`` once per ``(ko, ic)``, the rows
+   past the last MC block as ``At``; the K remainder's ``Bq``, ``Aq``, ``Au``. The copies are
+   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``);
+5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
+   scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
+   accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
+   (``insert_noop_call`` of ``mm_prefetch``), a row of Bp in registers, broadcast-FMA
+   instructions (``replace_all``), the register tile fully unrolled (``unroll_all``).
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
 included) and prints the micro-kernel's C.
@@ -376,7 +379,7 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, p.forward(tl.outer[2]))  # ko, io, jo, ki, ii, ji
     p, mc = split(p, p.forward(io), t.mcb, ("ic", "ir"), tail="cut")
     p, _ = reorder_loops(p, mc.inner)  # ic, jo, ir: one MC x KC block of A for all panels
-    p, _ = reorder_loops(p, mc.tail)  # the rows past the last MC block: jo, io
+    p, mtail = reorder_loops(p, mc.tail)  # the rows past the last MC block: jo, io
     # ... and of the remainder (one short K block): ic, jo, ir, k, ii, ji
     p, rt = tile(p, [rem.body()[0], rem.body()[0].body()[0]], [mr, nr],
                  [("io", "ii"), ("jo", "ji")])  # fmt: skip
@@ -384,7 +387,7 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, p.forward(rem))  # io, jo, k
     p, rmc = split(p, p.forward(rt.outer[0]), t.mcb, ("ic", "ir"), tail="cut")
     p, _ = reorder_loops(p, rmc.inner)
-    p, _ = reorder_loops(p, rmc.tail)
+    p, rtail = reorder_loops(p, rmc.tail)
     # ... the bottom edge: in the main part's K blocks (it reads their packed panels of B)
     p, fu = fuse(p, p.forward(ko), bottoms[0])
     ko = fu.fused
@@ -401,6 +404,11 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     ic = p.forward(mc.outer)
     p, ap = pack(p, ic.body(), block, "Ap", divide=[(0, mr)], order=(0, 2, 1), lift=2)
     p = copy_by_rows(p, ap.load, 0, mr)
+    # ... the rows past the last whole MC block, packed the same way (``At``)
+    last = f"{mr * t.mcb} * (M / {mr * t.mcb}):{mr} * (M / {mr})"
+    p, at = pack(p, mtail.outer, f"A[{last}, {kc} * ko:{kc} * ko + {kc}]", "At",
+                 divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
+    p = copy_by_rows(p, at.load, 0, mr)
     # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
     # the ``if`` (its extent K % KC is then positive)
     base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
@@ -411,10 +419,13 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, aq = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
                  "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
     p = copy_by_rows(p, aq.load, 0, mr)
+    p, au = pack(p, rtail.outer, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
+                 order=(0, 2, 1))  # fmt: skip
+    p = copy_by_rows(p, au.load, 0, mr)
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
-    fast = [schedule_microkernel(microkernel(t, kind), t) for kind in ("packed", "rows")]
-    plain = [microkernel(t, kind) for kind in ("packed", "rows")]
+    plain = [microkernel(t, "packed")]
+    fast = [schedule_microkernel(plain[0], t)]
     for w in (nr, t.lanes, None):
         plain.append(edge_microkernel(t, w))
         fast.append(schedule_edge_microkernel(plain[-1], t, w))
