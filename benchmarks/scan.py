@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         f" load average {os.getloadavg()}"
     )
     print(
-        f"chunk {ps.CHUNK}, {ps.GROUP} chunks side by side; best of {args.reps} interleaved"
+        f"chunk {ps.CHUNK}, {ps.GROUP} chunks side by side, {args.blocks} chunks a cache block;"
+        f" best of {args.reps} interleaved"
         " rounds; ratio = peer / cursched"
     )
     print(f"{'kernel':>15} {'n':>10} {'threads':>7} {'peer':>10} {'cursched':>10} {'ratio':>7}")
