@@ -197,6 +197,7 @@ def context_of(p: ProcDef, path: Path) -> PathContext:
 # a block of a big proc has thousands of others. Cleared when full.
 _BINDERS: dict[int, tuple[tuple[Stmt, ...], tuple[int, ...]]] = {}
 _BINDERS_LIMIT = 1 << 12
+_BINDER_TYPES = frozenset((Alloc, WindowStmt))
 
 
 def block_binders(block: tuple[Stmt, ...]) -> tuple[int, ...]:
@@ -204,7 +205,9 @@ def block_binders(block: tuple[Stmt, ...]) -> tuple[int, ...]:
     hit = _BINDERS.get(id(block))
     if hit is not None and hit[0] is block:
         return hit[1]
-    found = tuple(k for k, s in enumerate(block) if type(s) is Alloc or type(s) is WindowStmt)
+    found: tuple[int, ...] = ()
+    if not _BINDER_TYPES.isdisjoint(map(type, block)):  # at C speed: most blocks bind nothing
+        found = tuple(k for k, s in enumerate(block) if type(s) in _BINDER_TYPES)
     if len(_BINDERS) >= _BINDERS_LIMIT:
         _BINDERS.clear()
     _BINDERS[id(block)] = (block, found)

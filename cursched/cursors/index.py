@@ -24,7 +24,8 @@ from cursched.ir.paths import Path
 
 __all__ = ["bound_names", "count_loops", "nth_alloc", "nth_loop"]
 
-_LIMIT = 1 << 14
+# about 10 entries per statement of a 10,000-statement proc fit: clearing is a rare event
+_LIMIT = 1 << 17
 _NONE: frozenset[str] = frozenset()
 _NAMES: dict[int, tuple[Any, frozenset[str]]] = {}
 
@@ -55,17 +56,26 @@ def _stmt_names(s: Stmt) -> frozenset[str]:
     return out
 
 
-def _block_names(block: tuple[Stmt, ...]) -> frozenset[str]:
-    return _NONE.union(*(_stmt_names(s) for s in block)) if block else _NONE
+def _block_names(block: tuple[Stmt, ...], cache: bool = False) -> frozenset[str]:
+    # ``cache``: a whole body, asked for more than once by a primitive (the blocks inside a
+    # statement are covered by the statement's entry)
+    if cache:
+        hit = _NAMES.get(id(block))
+        if hit is not None and hit[0] is block:
+            return hit[1]
+    out = _NONE.union(*map(_stmt_names, block)) if block else _NONE
+    if cache:
+        _remember(_NAMES, block, out)
+    return out
 
 
 def bound_names(node: Stmt | tuple[Stmt, ...] | ProcDef) -> frozenset[str]:
     """The names bound by loops, allocations and window statements in ``node`` (a statement,
     a block, or a proc's body; a proc's parameters are not included)."""
     if isinstance(node, ProcDef):
-        return _block_names(node.body)
+        return _block_names(node.body, cache=True)
     if isinstance(node, tuple):
-        return _block_names(node)
+        return _block_names(node, cache=True)
     return _stmt_names(node)
 
 

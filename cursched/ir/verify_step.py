@@ -32,6 +32,7 @@ instead, which reuses nothing; the soundness fuzzer runs both and compares them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import is_
 
 from cursched.errors import IRVerificationError
 from cursched.ir.nodes import Alloc, For, If, ProcDef, Scope, Stmt, WindowStmt
@@ -42,7 +43,17 @@ from cursched.ir.verify import LOOP_VAR, _Var, _Verifier, known_valid, remember_
 __all__ = ["verify_both", "verify_step"]
 
 _Binds = dict[Sym, _Var]
-_BINDERS = (Alloc, WindowStmt)  # the statements that bind a symbol in their block
+_BINDERS = frozenset((Alloc, WindowStmt))  # the statements that bind a symbol in their block
+
+
+def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> int:
+    """How many statements at the start of ``new`` are those of ``old`` (by identity),
+    counted at C speed."""
+    same = list(map(is_, new, old))  # as long as the shorter one
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 class _StepVerifier(_Verifier):
@@ -81,6 +92,14 @@ class _StepVerifier(_Verifier):
             self.env[b[0]] = b[1]
             bound.append(b[0])
 
+    def take_all(self, stmts: tuple[Stmt, ...], bound: list[Sym]) -> None:
+        """``take`` for each statement; the test for binders runs at C speed first (the
+        shared part of a block of a big proc is long and rarely binds)."""
+        if _BINDERS.isdisjoint(map(type, stmts)):
+            return
+        for s in stmts:
+            self.take(s, bound)
+
     def bindings(self, stmts: Sequence[Stmt]) -> _Binds:
         """What the statements of a valid block bind, in order, from the current bindings."""
         out: _Binds = {}
@@ -101,23 +120,16 @@ class _StepVerifier(_Verifier):
         if body is old:
             return
         n, o = len(body), len(old)
-        lim = min(n, o)
-        a = 0
-        while a < lim and body[a] is old[a]:
-            a += 1
-        b = 0
-        while b < lim - a and body[n - 1 - b] is old[o - 1 - b]:
-            b += 1
+        a = _shared(body, old)
+        b = _shared(body[a:][::-1], old[a:][::-1])
         bound: list[Sym] = []
-        for s in body[:a]:
-            if type(s) in _BINDERS:  # inline: the prefix of a big block is long
-                self.take(s, bound)
+        self.take_all(body[:a], bound)
         same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
-        for k in range(n - b, n):
-            if not same:
+        if same:
+            self.take_all(body[n - b :], bound)
+        else:
+            for k in range(n - b, n):
                 self.stmt(body[k], (*path, (attr, k)), bound)
-            elif type(body[k]) in _BINDERS:
-                self.take(body[k], bound)
         for sym in bound:
             del self.env[sym]
 
