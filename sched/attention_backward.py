@@ -1,0 +1,354 @@
+"""Derive the flash attention 2 backward pass from the naive backward program of attention.
+
+Run it with ``python sched/attention_backward.py``. The naive program (one head, ``Q``
+pre-scaled by ``1 / sqrt(D)``, ``L`` the forward's log-sum-exp per query row) computes each
+quantity of the backward pass in a loop nest of its own and materialises the ``Nq x Nk``
+matrices ``P``, ``dP`` and ``dS``:
+
+    P = exp(Q K^T - L)    dV = P^T dO    dP = dO V^T    Drow = rowsum(dO * O)
+    dS = P * (dP - Drow)  dQ = dS K      dK = dS^T Q
+
+The schedule (``schedule``), with primitives and the cursors they return:
+
+1. the zeroing of each accumulated output (``dV``, ``dQ``, ``dK``) in a nest of its own
+   (``fission``);
+2. every nest tiled by ``QUERY_TILE`` queries and ``KEY_TILE`` keys (``split``) with the key
+   tiles outermost and the query tiles inside (``reorder_loops``); every reduction keeps its
+   order (each element of dQ sums over the keys in order, of dK and dV over the queries);
+3. ``Drow`` computed first and ``dQ`` zeroed before the key loop (``reorder_stmts``);
+4. one key loop (``fuse``), the zeroing of dK and dV at its start, one query loop inside it:
+   the key-block-outer loop nest of flash attention 2's backward;
+5. ``P``, ``dP`` and ``dS`` recomputed per tile: allocated in the query loop and shrunk to one
+   tile (``sink_alloc``, ``resize_dim``): nothing ``Nq x Nk`` is left;
+6. dK and dV of a key block accumulated in a local tile (``stage_mem``) zeroed in place of
+   the load (``fuse`` of the load with the zeroing, ``merge_writes``) and written once after
+   the query loop; dQ accumulates in place across the key blocks;
+7. the loop orders of the tile products for the compiler's vectoriser (``reorder_loops``):
+   the head dimension innermost in dV, dK and dQ (each element still sums in order).
+
+Sequence lengths must be multiples of the tiles (``assert Nq % 64 == 0``, ``Nk % 64 == 0``),
+as in ``sched/attention.py``: with guarded tiles (``split(tail="guard")``) the steps up to 4
+go through, but ``sink_alloc`` of step 5 refuses (its coverage check does not see that a
+guarded write covers a read under the same guard). The head dimension is free.
+
+The patterns are all at the start (on the naive proc); every step uses cursors found there or
+returned by an earlier step. The script prints the final proc, compiles it and checks it
+against a float64 numpy formula (and torch autograd when torch is installed).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cursched import (
+    DRAM,
+    Proc,
+    fission,
+    fuse,
+    merge_writes,
+    proc,
+    reorder_loops,
+    reorder_stmts,
+    resize_dim,
+    sink_alloc,
+    split,
+    stage_mem,
+)
+
+
+@proc
+def attention_backward(
+    Nq: size,
+    Nk: size,
+    D: size,
+    Q: f32[Nq, D] @ DRAM,
+    K: f32[Nk, D] @ DRAM,
+    V: f32[Nk, D] @ DRAM,
+    O: f32[Nq, D] @ DRAM,
+    dO: f32[Nq, D] @ DRAM,
+    L: f32[Nq] @ DRAM,
+    dQ: f32[Nq, D] @ DRAM,
+    dK: f32[Nk, D] @ DRAM,
+    dV: f32[Nk, D] @ DRAM,
+):
+    assert Nq % 64 == 0
+    assert Nk % 64 == 0
+    Drow: f32[Nq] @ DRAM
+    P: f32[Nq, Nk] @ DRAM
+    dP: f32[Nq, Nk] @ DRAM
+    dS: f32[Nq, Nk] @ DRAM
+    for i in seq(0, Nq):
+        for j in seq(0, Nk):
+            s: f32
+            s = 0.0
+            for d in seq(0, D):
+                s += Q[i, d] * K[j, d]
+            P[i, j] = exp(s - L[i])
+    for j in seq(0, Nk):
+        for d in seq(0, D):
+            dV[j, d] = 0.0
+            for i in seq(0, Nq):
+                dV[j, d] += P[i, j] * dO[i, d]
+    for i in seq(0, Nq):
+        for j in seq(0, Nk):
+            dP[i, j] = 0.0
+            for d in seq(0, D):
+                dP[i, j] += dO[i, d] * V[j, d]
+    for i in seq(0, Nq):
+        Drow[i] = 0.0
+        for d in seq(0, D):
+            Drow[i] += dO[i, d] * O[i, d]
+    for i in seq(0, Nq):
+        for j in seq(0, Nk):
+            dS[i, j] = P[i, j] * (dP[i, j] - Drow[i])
+    for i in seq(0, Nq):
+        for d in seq(0, D):
+            dQ[i, d] = 0.0
+            for j in seq(0, Nk):
+                dQ[i, d] += dS[i, j] * K[j, d]
+    for j in seq(0, Nk):
+        for d in seq(0, D):
+            dK[j, d] = 0.0
+            for i in seq(0, Nq):
+                dK[j, d] += dS[i, j] * Q[i, d]
+
+
+QUERY_TILE = 64
+"""Query rows of a tile (the naive program asserts ``Nq % 64 == 0``)."""
+KEY_TILE = 64
+"""Keys of a tile (the naive program asserts ``Nk % 64 == 0``)."""
+
+
+@dataclass(frozen=True)
+class _Nest:
+    """A tiled nest: its key-tile loop (outermost), the loop directly inside it and (in the
+    products over the head dimension or the keys) its loop over the head dimension."""
+
+    keys: Any
+    inner: Any
+    head: Any = None
+
+
+def schedule(p: Proc) -> Proc:
+    """The flash attention 2 backward of the naive ``attention_backward`` (steps 1-7 of the
+    module docstring); key tiles of ``KEY_TILE``, query tiles of ``QUERY_TILE``."""
+    # the patterns: the nests (by their query and key loops), the zeroings, the buffers
+    i_p, i_dv, i_dp, i_d, i_ds, _, i_dk = p.find_loop("i", many=True)
+    j_p, _, j_dp, j_ds, j_dq, _ = p.find_loop("j", many=True)
+    zeros = [p.find(f"{out}[_] = 0.0") for out in ("dV", "dQ", "dK")]
+    drow, *tiles = (p.find_alloc_or_arg(x) for x in ("Drow", "P", "dP", "dS"))
+    # 1. the zeroing of every accumulated output in a nest of its own
+    split_off = []
+    for zero in zeros:
+        p, f = fission(p, zero.after(), n_lifts=2)
+        split_off.append((f.first, f.second))
+    (dv_zero, dv_sum), (dq_zero, dq_sum), (dk_zero, dk_sum) = split_off
+    # 2. key tiles outermost, query tiles inside, in every nest
+    nests: dict[str, _Nest] = {}
+    for name, rows, keys in (("P", i_p, j_p), ("dP", i_dp, j_dp), ("dS", i_ds, j_ds)):
+        p, nests[name] = _rows_keys(p, rows, keys)
+    p, nests["dQ"] = _rows_head_keys(p, dq_sum, p.forward(j_dq).parent(), j_dq)
+    for name, keys, rows in (("dV", dv_sum, i_dv), ("dK", dk_sum, i_dk)):
+        p, nests[name] = _keys_head_rows(p, keys, p.forward(rows).parent(), rows)
+    for name, zero in (("dV zero", dv_zero), ("dK zero", dk_zero)):
+        p, t = split(p, zero, KEY_TILE, ("jt", "jj"), tail="perfect")
+        nests[name] = _Nest(t.outer, t.inner)
+    # 3. Drow first, dQ zeroed before the key loop
+    p = _move_up(p, i_d, drow)
+    p = _move_up(p, dq_zero, i_d)
+    # 4. one key loop: the zeroing of dK and dV first, then one query loop
+    order = ("P", "dV zero", "dV", "dP", "dS", "dQ", "dK zero", "dK")
+    keys = nests["P"].keys
+    for name in order[1:]:
+        p, fk = fuse(p, keys, nests[name].keys)
+        keys = fk.fused
+    p, _ = reorder_stmts(p, p.forward(nests["dV zero"].inner).expand(1, 0))
+    p = _move_up(p, nests["dK zero"].inner, nests["dV zero"].inner)
+    p, _ = reorder_stmts(p, p.forward(nests["dV zero"].inner).expand(0, 1))
+    queries = nests["P"].inner
+    for name in ("dV", "dP", "dS", "dQ", "dK"):
+        p, fq = fuse(p, queries, nests[name].inner)
+        queries = fq.fused
+    # 5. P, dP and dS one tile each, in the query loop
+    for buf in reversed(tiles):
+        p, _ = sink_alloc(p, buf)
+        p = _move_down(p, buf, queries)
+        p, _ = sink_alloc(p, buf)
+        p, _ = resize_dim(p, buf, 0, QUERY_TILE, f"{QUERY_TILE} * it")
+        p, _ = resize_dim(p, buf, 1, KEY_TILE, f"{KEY_TILE} * jt")
+    # 6. dV and dK of a key block in local tiles, zeroed there, written once
+    for out, zero, end in (("dV", "dV zero", queries), ("dK", "dK zero", None)):
+        block = p.forward(nests[zero].inner).expand(0, 1 if end is not None else None)
+        window = f"{out}[{KEY_TILE} * jt:{KEY_TILE} * jt + {KEY_TILE}, 0:D]"
+        p, st = stage_mem(p, block, window, f"{out}_acc")
+        p = _zero_instead_of_load(p, st.load, nests[zero].inner)
+    # 7. the head dimension innermost in the tile products
+    for name in ("dV", "dK", "dQ"):
+        p, _ = reorder_loops(p, nests[name].head)
+    return p
+
+
+def _rows_keys(p: Proc, rows: Any, keys: Any) -> tuple[Proc, _Nest]:
+    """Tile a nest ``for i: for j: ...`` into ``for jt: for it: for ii: for jj: ...``."""
+    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
+    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail="perfect")
+    p, _ = reorder_loops(p, r.inner)
+    p, _ = reorder_loops(p, r.outer)
+    return p, _Nest(k.outer, r.outer)
+
+
+def _rows_head_keys(p: Proc, rows: Any, head: Any, keys: Any) -> tuple[Proc, _Nest]:
+    """Tile ``for i: for d: for j: ...`` (dQ) into ``for jt: for it: for ii: for d: for
+    jj: ...``: each element still sums over the keys in order."""
+    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
+    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail="perfect")
+    p, _ = reorder_loops(p, head)
+    p, _ = reorder_loops(p, r.inner)
+    p, _ = reorder_loops(p, r.outer)
+    return p, _Nest(k.outer, r.outer, head)
+
+
+def _keys_head_rows(p: Proc, keys: Any, head: Any, rows: Any) -> tuple[Proc, _Nest]:
+    """Tile ``for j: for d: for i: ...`` (dV, dK) into ``for jt: for it: for jj: for d: for
+    ii: ...``: each element still sums over the queries in order."""
+    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail="perfect")
+    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
+    p, _ = reorder_loops(p, head)
+    p, _ = reorder_loops(p, k.inner)
+    return p, _Nest(k.outer, r.outer, head)
+
+
+def _move_up(p: Proc, stmt: Any, below: Any) -> Proc:
+    """Swap ``stmt`` with the statement before it until it follows ``below``."""
+    while p.forward(stmt).prev() != p.forward(below):
+        p, _ = reorder_stmts(p, p.forward(stmt).expand(1, 0))
+    return p
+
+
+def _move_down(p: Proc, stmt: Any, above: Any) -> Proc:
+    """Swap ``stmt`` with the statement after it until it precedes ``above``."""
+    while p.forward(stmt).next() != p.forward(above):
+        p, _ = reorder_stmts(p, p.forward(stmt).expand(0, 1))
+    return p
+
+
+def _zero_instead_of_load(p: Proc, load: Any, zero: Any) -> Proc:
+    """The load nest of a staged accumulator followed by its zeroing nest (both ``for jj: for
+    d: ...``): one nest whose only write of each element is the zero (``fuse`` twice, then
+    ``merge_writes`` drops the overwritten load)."""
+    p, rows = fuse(p, load, zero)
+    p, cols = fuse(p, rows.first_body[0], rows.second_body[0])
+    p, _ = merge_writes(p, cols.fused.body())
+    return p
+
+
+# -- inputs and references
+
+
+OUTPUTS = ("dQ", "dK", "dV")
+"""The gradients, in the proc's argument order."""
+TOLERANCE = 1e-3
+"""The issue's tolerance: max |x - ref| / max |ref| per gradient, float32 against float64."""
+
+
+def inputs(nq: int, nk: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random ``Q`` (pre-scaled), ``K``, ``V``, ``dO`` in float32, with ``O`` and ``L`` of the
+    forward pass (computed in float64, rounded to float32)."""
+    rng = np.random.default_rng(seed)
+    x = {
+        "Q": rng.standard_normal((nq, d)) / np.sqrt(d),
+        "K": rng.standard_normal((nk, d)),
+        "V": rng.standard_normal((nk, d)),
+        "dO": rng.standard_normal((nq, d)),
+    }
+    x = {k: v.astype(np.float32) for k, v in x.items()}
+    s = x["Q"].astype(np.float64) @ x["K"].astype(np.float64).T
+    m = s.max(axis=1, keepdims=True)
+    e = np.exp(s - m)
+    den = e.sum(axis=1, keepdims=True)
+    x["O"] = ((e / den) @ x["V"].astype(np.float64)).astype(np.float32)
+    x["L"] = (m + np.log(den))[:, 0].astype(np.float32)
+    return x
+
+
+def reference(x: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """dQ, dK, dV by the backward formulas in float64 (``Drow`` from the float64 output)."""
+    q, k, v, do = (x[n].astype(np.float64) for n in ("Q", "K", "V", "dO"))
+    s = q @ k.T
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    ds = p * (do @ v.T - (do * (p @ v)).sum(axis=1, keepdims=True))
+    return {"dQ": ds @ k, "dK": ds.T @ q, "dV": p.T @ do}
+
+
+def torch_reference(x: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """dQ, dK, dV by torch autograd of ``scaled_dot_product_attention`` in float64 (scale 1:
+    ``Q`` is pre-scaled); None when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    q, k, v = (torch.tensor(x[n], dtype=torch.float64, requires_grad=True) for n in "QKV")
+    out = torch.nn.functional.scaled_dot_product_attention(q[None], k[None], v[None], scale=1.0)
+    out.backward(torch.tensor(x["dO"], dtype=torch.float64)[None])
+    grads = (q.grad, k.grad, v.grad)
+    return {n: g.numpy() for n, g in zip(OUTPUTS, grads, strict=True) if g is not None}
+
+
+def run(p: Proc, x: dict[str, np.ndarray], *, compiled: bool) -> dict[str, np.ndarray]:
+    """dQ, dK, dV computed by ``p`` (compiled to C, or in the interpreter)."""
+    (nq, d), nk = x["Q"].shape, x["K"].shape[0]
+    out = {n: np.zeros((nq if n == "dQ" else nk, d), np.float32) for n in OUTPUTS}
+    args = [x[n] for n in ("Q", "K", "V", "O", "dO", "L")] + [out[n] for n in OUTPUTS]
+    (p.compile() if compiled else p.interpret)(nq, nk, d, *args)
+    return out
+
+
+def errors(got: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> dict[str, float]:
+    """max |got - ref| / max |ref| of each gradient."""
+    return {n: float(np.abs(got[n] - ref[n]).max() / np.abs(ref[n]).max()) for n in OUTPUTS}
+
+
+def check(
+    p: Proc, nq: int, nk: int, d: int, *, compiled: bool, seed: int = 0, torch: bool = True
+) -> list[str]:
+    """Run ``p``; the problems found against the numpy formula (and torch autograd, when
+    ``torch`` and installed), each gradient within ``TOLERANCE``."""
+    x = inputs(nq, nk, d, seed)
+    got = run(p, x, compiled=compiled)
+    refs = {"numpy": reference(x)}
+    if torch and (t := torch_reference(x)) is not None:
+        refs["torch"] = t
+    bad = []
+    for who, ref in refs.items():
+        for n, err in errors(got, ref).items():
+            if not err <= TOLERANCE:
+                bad.append(f"{p.name()} {nq}x{nk}x{d}: {n} off {who} by {err:.1e} (relative)")
+    return bad
+
+
+def scheduled() -> list[Proc]:
+    """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
+    return [schedule(attention_backward)]
+
+
+def main() -> int:
+    p = schedule(attention_backward)
+    print(p, end="\n\n")
+    bad = check(attention_backward, 64, 64, 3, compiled=False)
+    bad += check(p, 64, 64, 3, compiled=False)
+    bad += check(p, 128, 192, 64, compiled=True)
+    if bad:
+        print("MISMATCH:\n  " + "\n  ".join(bad), file=sys.stderr)
+        return 1
+    print("ok: the flash attention 2 backward matches the float64 formula (and torch autograd)\n")
+    print(p.history())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
