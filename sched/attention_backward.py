@@ -39,18 +39,20 @@ against a float64 numpy formula (and torch autograd when torch is installed).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from cursched import (
     DRAM,
     Proc,
+    expand_dim,
     fission,
     fuse,
+    lift_alloc,
     merge_writes,
     proc,
+    rearrange_dim,
     reorder_loops,
     reorder_stmts,
     resize_dim,
@@ -123,8 +125,7 @@ KEY_TILE = 64
 """Keys of a tile (the naive program asserts ``Nk % 64 == 0``)."""
 
 
-@dataclass(frozen=True)
-class _Nest:
+class _Nest(NamedTuple):
     """A tiled nest: its key-tile loop (outermost), the loop directly inside it and (in the
     products over the head dimension or the keys) its loop over the head dimension."""
 
@@ -141,6 +142,8 @@ def schedule(p: Proc) -> Proc:
     j_p, _, j_dp, j_ds, j_dq, _ = p.find_loop("j", many=True)
     zeros = [p.find(f"{out}[_] = 0.0") for out in ("dV", "dQ", "dK")]
     drow, *tiles = (p.find_alloc_or_arg(x) for x in ("Drow", "P", "dP", "dS"))
+    score, score_zero, dp_zero = p.find_alloc_or_arg("s"), p.find("s = 0.0"), p.find("dP[_] = 0.0")
+    score_sum, p_exp = p.find("s += _").parent(), p.find("P[_] = exp(_)")
     # 1. the zeroing of every accumulated output in a nest of its own
     split_off = []
     for zero in zeros:
@@ -189,6 +192,21 @@ def schedule(p: Proc) -> Proc:
     # 7. the head dimension innermost in the tile products
     for name in ("dV", "dK", "dQ"):
         p, _ = reorder_loops(p, nests[name].head)
+    # 8. the products over the head dimension (scores, dP) as sums of rows of K^T (V^T):
+    # one score per key of the tile, the head dimension outside the keys, K and V tiles
+    # staged transposed (Kt[d, key], Vt[d, key]) for each query tile
+    p, ex = expand_dim(p, score, KEY_TILE, "jj")
+    p, _ = lift_alloc(p, ex.alloc)
+    p, _ = fission(p, score_zero.after())
+    p, sums = fission(p, p.forward(score_sum).after())
+    p, _ = reorder_loops(p, sums.first)
+    p, dps = fission(p, dp_zero.after())
+    p, _ = reorder_loops(p, dps.second)
+    for buf, name, nest in (("K", "Kt", p_exp), ("V", "Vt", dp_zero)):
+        block = p.forward(nest).parent().parent().as_block()
+        window = f"{buf}[{KEY_TILE} * jt:{KEY_TILE} * jt + {KEY_TILE}, 0:D]"
+        p, st = stage_mem(p, block, window, name)
+        p, _ = rearrange_dim(p, st.alloc, (1, 0))
     return p
 
 
