@@ -24,7 +24,12 @@ The schedule (``schedule``), with primitives and the cursors they return:
    the load (``fuse`` of the load with the zeroing, ``merge_writes``) and written once after
    the query loop; dQ accumulates in place across the key blocks;
 7. the loop orders of the tile products for the compiler's vectoriser (``reorder_loops``):
-   the head dimension innermost in dV, dK and dQ (each element still sums in order).
+   the head dimension innermost in dV, dK and dQ (each element still sums in order);
+8. the scores and dP as sums of rows of the transposed K (V) tile, the keys innermost: one
+   score per key of the tile (``expand_dim``, ``lift_alloc``), the head dimension outside the
+   keys (``fission``, ``reorder_loops``), the K and V tiles staged transposed
+   (``stage_mem``, ``rearrange_dim``); every score still sums over the head dimension in
+   order.
 
 Sequence lengths must be multiples of the tiles (``assert Nq % 64 == 0``, ``Nk % 64 == 0``),
 as in ``sched/attention.py``: with guarded tiles (``split(tail="guard")``) the steps up to 4

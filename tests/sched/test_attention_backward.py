@@ -1,0 +1,158 @@
+"""sched/attention_backward.py: the flash attention 2 backward derived from the naive backward:
+golden printout, the loop structure of flash attention 2, float32 gradients against float64
+(the numpy formula always, torch autograd of SDPA when torch is installed), equivalence with
+the naive proc in the interpreter, the history replays, patterns only at the start, and the
+forwarding of the seed's failure mode (a read of the un-expanded accumulator, a statement of
+an unrolled tile)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from cursched import Proc, bind_expr, insert_pass, split, unroll_loop
+from cursched.cursors import Tombstone
+from cursched.errors import StaleCursorError
+from cursched.testing import assert_equivalent
+
+from .scripts import ROOT, assert_history_replays
+
+SCRIPT = ROOT / "sched" / "attention_backward.py"
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+@pytest.fixture(scope="module")
+def fa2(script: ModuleType) -> Proc:
+    """The schedule (run once for the module)."""
+    p = script.schedule(script.attention_backward)
+    assert isinstance(p, Proc)
+    return p
+
+
+def test_flash_attention_2_backward(fa2: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    golden.check(fa2)
+    text = str(fa2)
+    # Drow and the zeroing of dQ first, then the key tiles outermost, the query tiles inside
+    assert text.index("Drow[i] += dO[i, d] * O[i, d]") < text.index("dQ[i, d] = 0.0")
+    assert text.index("dQ[i, d] = 0.0") < text.index("for jt in seq(0, Nk / 64):")
+    assert text.index("for jt in seq(0, Nk / 64):") < text.index("for it in seq(0, Nq / 64):")
+    assert text.count("for jt in") == 1 and text.count("for it in") == 1
+    # P, dP and dS one tile each, allocated in the query loop: nothing Nq x Nk
+    queries = text.split("for it in seq(0, Nq / 64):", 1)[1]
+    for buf in ("P", "dP", "dS"):
+        assert f"{buf}: f32[64, 64] @ DRAM" in queries
+    assert "[Nq, Nk]" not in text
+    # dK and dV accumulated in a local tile zeroed in place (no load), written once after
+    # the query loop; dQ accumulated in place
+    for out in ("dK", "dV"):
+        assert f"{out}_acc: f32[64, D] @ DRAM" in text
+        assert len(re.findall(rf"\b{out}\[", text)) == 1  # the one store
+        assert f"= {out}[" not in text
+        assert text.index(f"{out}[64 * jt + ") > text.rindex(f"{out}_acc[jj, d] +=")
+    assert "dQ[64 * it + ii, d] += dS[ii, jj] * K[64 * jt + jj, d]" in text
+
+
+def test_the_history_replays(script: ModuleType, fa2: Proc) -> None:
+    assert_history_replays(fa2, attention_backward=script.attention_backward)
+
+
+def test_equivalent_to_the_naive_backward(script: ModuleType, fa2: Proc) -> None:
+    assert_equivalent(script.attention_backward, fa2, sizes={"Nq": 64, "Nk": 128, "D": 3}, trials=2)
+
+
+def test_gradients_against_the_float64_formula(script: ModuleType, fa2: Proc) -> None:
+    """Always runs (no torch needed): the interpreter on the naive and the scheduled proc,
+    and the compiled kernel, within 1e-3 relative of the float64 formula."""
+    for p in (script.attention_backward, fa2):
+        assert script.check(p, 64, 64, 3, compiled=False, seed=1, torch=False) == []
+    assert script.check(fa2, 128, 192, 67, compiled=True, seed=2, torch=False) == []
+
+
+def test_the_float64_formula_is_torch_autograd(script: ModuleType) -> None:
+    """The numpy formula the other checks use agrees with torch autograd (float64), and an
+    error past the tolerance is reported."""
+    if not HAS_TORCH:
+        pytest.skip("torch is not installed (pip install -e '.[dev]')")
+    x = script.inputs(64, 128, 5, seed=3)
+    ref, want = script.torch_reference(x), script.reference(x)
+    assert max(script.errors(ref, want).values()) < 1e-6
+    wrong = dict(ref, dK=ref["dK"] * (1 + 2 * script.TOLERANCE))
+    assert script.errors(wrong, want)["dK"] > script.TOLERANCE
+
+
+@pytest.mark.parametrize(("nq", "nk", "d"), [(64, 64, 64), (128, 192, 16), (192, 128, 67)])
+def test_gradients_against_torch_autograd(
+    script: ModuleType, fa2: Proc, nq: int, nk: int, d: int
+) -> None:
+    """The compiled kernel's dQ, dK, dV within 1e-3 relative (float32) of torch autograd of
+    ``scaled_dot_product_attention`` in float64; one size with an odd head dimension (the
+    sequence lengths are multiples of the tiles: see the module docstring)."""
+    if not HAS_TORCH:
+        pytest.skip("torch is not installed (pip install -e '.[dev]')")
+    x = script.inputs(nq, nk, d, seed=nq + d)
+    got = script.run(fa2, x, compiled=True)
+    ref = script.torch_reference(x)
+    errors = script.errors(got, ref)
+    assert all(e <= script.TOLERANCE for e in errors.values()), errors
+    assert all(np.isfinite(got[n]).all() for n in script.OUTPUTS)
+
+
+def test_patterns_only_at_the_start() -> None:
+    text = SCRIPT.read_text(encoding="utf-8")
+    body = text.split("def schedule(", 1)[1].split("# -- inputs and references", 1)[0]
+    steps = body.split("# 1.", 1)[1]
+    assert not re.search(r"\b(find\w*|at)\(|#\d", steps)
+    assert "find" in body.split("# 1.", 1)[0]
+
+
+def test_a_read_of_the_unexpanded_accumulator_is_a_tombstone(
+    script: ModuleType, fa2: Proc
+) -> None:
+    """The seed's failure mode: the consumer's read of the score accumulator ``s`` (the MMA
+    result, here the read in ``exp(s - L)``) taken before step 8's ``expand_dim`` of ``s``
+    does not silently go on naming the un-expanded value: it is a tombstone, and using it
+    raises ``StaleCursorError`` naming the step."""
+    naive = script.attention_backward
+    read = naive.find("exp(_)").args()[0].lhs()
+    assert read.name() == "s"
+    dead = fa2.forward(read)
+    assert isinstance(dead, Tombstone) and not dead
+    assert "expand_dim" in str(dead)
+    with pytest.raises(StaleCursorError, match="killed by expand_dim"):
+        bind_expr(fa2, read, "score")
+    # what to use instead: the statement keeps its identity, its read is the expanded one
+    assert "s[jj] - L[64 * it + ii]" in str(fa2.forward(naive.find("P[_] = exp(_)")).rhs())
+
+
+def test_a_statement_of_an_unrolled_tile_is_a_tombstone(script: ModuleType, fa2: Proc) -> None:
+    """A cursor to the dS statement taken on the naive proc forwards through the whole
+    schedule; after a 4-way unroll of its key tile it is a tombstone naming unroll_loop."""
+    naive = script.attention_backward
+    ds = naive.find("dS[_] = _")
+    live = fa2.forward(ds)
+    assert live and "dS[ii, jj] = P[ii, jj]" in str(live.parent())
+    p, tiles = split(fa2, live.parent(), 4, ("jq", "jr"), tail="perfect")
+    p, copies = unroll_loop(p, tiles.inner)
+    assert len(copies.copies) == 4
+    dead = p.forward(ds)
+    assert not dead and "unroll_loop" in str(dead)
+    with pytest.raises(StaleCursorError, match="killed by unroll_loop"):
+        insert_pass(p, ds.after())
+    with pytest.raises(StaleCursorError, match="killed by unroll_loop"):
+        dead.rhs()
+
+
+def test_fission_forwards_a_loop_to_the_first_nest(script: ModuleType, fa2: Proc) -> None:
+    """``fission`` kills nothing, and a cursor to a split loop follows the first nest: the dQ
+    head loop of the naive proc is, in the final proc, the loop zeroing dQ (not the one
+    summing into it), while the sum statement follows into the second nest."""
+    naive = script.attention_backward
+    head = naive.find("dQ[_] = 0.0").parent()
+    loop = fa2.forward(head)
+    assert loop and "dQ[i, d] = 0.0" in str(loop.body()[0]) and len(loop.body()) == 1
+    total = fa2.forward(naive.find("dQ[_] += _"))
+    assert total and not loop.is_ancestor_of(total)
