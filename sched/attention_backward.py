@@ -51,6 +51,9 @@ import numpy as np
 from cursched import (
     DRAM,
     Proc,
+    bind_expr,
+    commute_expr,
+    divide_dim,
     expand_dim,
     fission,
     fuse,
@@ -60,10 +63,20 @@ from cursched import (
     rearrange_dim,
     reorder_loops,
     reorder_stmts,
+    replace,
     resize_dim,
+    set_memory,
+    simplify,
     sink_alloc,
     split,
     stage_mem,
+)
+from cursched.platforms.x86 import (
+    AVX2,
+    isa,
+    mm256_fmadd_ps_broadcast,
+    mm256_loadu_ps,
+    mm256_storeu_ps,
 )
 
 
@@ -124,6 +137,12 @@ def attention_backward(
                 dK[j, d] += dS[i, j] * Q[i, d]
 
 
+LANES = 8
+"""Floats of one AVX2 register."""
+TILE_ROWS = 4
+"""Rows of a micro-kernel's register tile (each a broadcast of the left operand)."""
+TILE_COLS = 16
+"""Columns of a micro-kernel's register tile: two AVX2 vectors (4 x 2 accumulators)."""
 QUERY_TILE = 64
 """Query rows of a tile (the naive program asserts ``Nq % 64 == 0``)."""
 KEY_TILE = 64
@@ -131,15 +150,17 @@ KEY_TILE = 64
 
 
 class _Nest(NamedTuple):
-    """A tiled nest: its key-tile loop (outermost), the loop directly inside it and (in the
-    products over the head dimension or the keys) its loop over the head dimension."""
+    """A tiled nest: its key-tile loop (outermost), the loop directly inside it and, in the
+    products ``C[row, d] += A[row, t] * B[t, d]`` (dV, dK, dQ), the loops over the head
+    dimension (``head``) and over the terms of the sum (``terms``)."""
 
     keys: Any
     inner: Any
     head: Any = None
+    terms: Any = None
 
 
-def schedule(p: Proc) -> Proc:
+def schedule(p: Proc, vector: bool = True) -> Proc:
     """The flash attention 2 backward of the naive ``attention_backward`` (steps 1-7 of the
     module docstring); key tiles of ``KEY_TILE``, query tiles of ``QUERY_TILE``."""
     # the patterns: the nests (by their query and key loops), the zeroings, the buffers
@@ -204,14 +225,37 @@ def schedule(p: Proc) -> Proc:
     p, _ = lift_alloc(p, ex.alloc)
     p, _ = fission(p, score_zero.after())
     p, sums = fission(p, p.forward(score_sum).after())
-    p, _ = reorder_loops(p, sums.first)
+    p, score_keys = reorder_loops(p, sums.first)
     p, dps = fission(p, dp_zero.after())
-    p, _ = reorder_loops(p, dps.second)
+    p, dp_keys = reorder_loops(p, dps.second)
     for buf, name, nest in (("K", "Kt", p_exp), ("V", "Vt", dp_zero)):
         block = p.forward(nest).parent().parent().as_block()
         window = f"{buf}[{KEY_TILE} * jt:{KEY_TILE} * jt + {KEY_TILE}, 0:D]"
         p, st = stage_mem(p, block, window, name)
         p, _ = rearrange_dim(p, st.alloc, (1, 0))
+    if not vector or isa() is None:
+        return p
+    # 9. the five products as register-tiled AVX2 micro-kernels: the scores and dP (one
+    # score per row and key of the tile, each product nest alone in its row loop), then
+    # dV, dK and dQ (the head columns past a multiple of 16 in a loop of their own)
+    p, ex = expand_dim(p, ex.alloc, QUERY_TILE, "ii")
+    p, _ = lift_alloc(p, ex.alloc)
+    p, _ = fission(p, p.forward(score_sum).before())
+    p, _ = fission(p, p.forward(score_sum).after())
+    p, _ = fission(p, p.forward(dp_keys.outer).before())
+    kernels = [
+        (score_sum, score_keys.inner, "s", "i", "j", False),
+        (dp_keys.outer, dp_keys.inner, "dP", "i", "j", False),
+        *((nests[n].terms, nests[n].head, f"{n}_acc", "j", "d", True) for n in ("dV", "dK")),
+        (nests["dQ"].terms, nests["dQ"].head, "dQ", "i", "d", True),
+    ]
+    for terms, cols, buf, r, c, cut in kernels:
+        base = f"{QUERY_TILE} * it + " if buf == "dQ" else ""
+        window = (
+            f"{buf}[{base}{TILE_ROWS} * {r}q:{base}{TILE_ROWS} * {r}q + {TILE_ROWS}, "
+            f"{TILE_COLS} * {c}q:{TILE_COLS} * {c}q + {TILE_COLS}]"
+        )
+        p = _micro_kernel(p, p.forward(terms).parent(), terms, cols, (window, buf), cut)
     return p
 
 
@@ -232,7 +276,7 @@ def _rows_head_keys(p: Proc, rows: Any, head: Any, keys: Any) -> tuple[Proc, _Ne
     p, _ = reorder_loops(p, head)
     p, _ = reorder_loops(p, r.inner)
     p, _ = reorder_loops(p, r.outer)
-    return p, _Nest(k.outer, r.outer, head)
+    return p, _Nest(k.outer, r.outer, head, k.inner)
 
 
 def _keys_head_rows(p: Proc, keys: Any, head: Any, rows: Any) -> tuple[Proc, _Nest]:
@@ -242,7 +286,50 @@ def _keys_head_rows(p: Proc, keys: Any, head: Any, rows: Any) -> tuple[Proc, _Ne
     p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
     p, _ = reorder_loops(p, head)
     p, _ = reorder_loops(p, k.inner)
-    return p, _Nest(k.outer, r.outer, head)
+    return p, _Nest(k.outer, r.outer, head, r.inner)
+
+
+def _micro_kernel(
+    p: Proc, rows: Any, terms: Any, cols: Any, window: tuple[str, str], cut: bool
+) -> Proc:
+    """The product nest ``for row: for t: for col: C[row, col] += A[row, t] * B[t, col]`` as
+    a micro-kernel: ``TILE_ROWS`` x ``TILE_COLS`` of ``C`` (``window``: the window and the
+    name of ``C``) in AVX2 registers over
+    the terms, each update a fused multiply-add of a vector of ``B`` by a broadcast of ``A``
+    (``cut``: the columns past a multiple of ``TILE_COLS`` in a loop of their own)."""
+    r, c = p.forward(rows).name()[0], p.forward(cols).name()[0]
+    p, tr = split(p, rows, TILE_ROWS, (f"{r}q", f"{r}r"), tail="perfect")
+    p, tc = split(p, cols, TILE_COLS, (f"{c}q", f"{c}r"), tail="cut" if cut else "perfect")
+    if cut:
+        p, _ = fission(p, tc.outer.after(), n_lifts=2)
+    # (rq, rr, t, cq, cr) -> (rq, cq, t, rr, cr)
+    for loop in (terms, tr.inner, tr.inner):
+        p, _ = reorder_loops(p, loop)
+    p, acc = stage_mem(p, p.forward(terms).as_block(), window[0], f"{window[1]}_reg")
+    p, ld = _lanes(p, acc.load.body()[0], "l")
+    p, st = _lanes(p, acc.store.body()[0], "s")
+    p, fm = _lanes(p, tc.inner, "r")
+    p, _ = divide_dim(p, acc.alloc, 1, LANES)
+    p, _ = simplify(p)
+    p, _ = set_memory(p, acc.alloc, AVX2)
+    p, _ = replace(p, ld.inner, mm256_loadu_ps)
+    p, _ = replace(p, st.inner, mm256_storeu_ps)
+    update = p.forward(fm.inner).body()[0]
+    p, _ = commute_expr(p, (update.rhs(),))  # B's vector first, as the instruction has it
+    update = p.forward(update)
+    p, b = bind_expr(p, (update.rhs().lhs(),), f"{window[1]}_b")
+    p, e = expand_dim(p, b.alloc, LANES, "rl")
+    p, _ = lift_alloc(p, e.alloc)
+    p, f = fission(p, b.assign.after())
+    p, _ = set_memory(p, e.alloc, AVX2)
+    p, _ = replace(p, f.first, mm256_loadu_ps)
+    p, _ = replace(p, f.second, mm256_fmadd_ps_broadcast)
+    return p
+
+
+def _lanes(p: Proc, loop: Any, name: str) -> tuple[Proc, Any]:
+    """``split`` a loop into vectors of ``LANES`` (``{name}v``, ``{name}l``)."""
+    return split(p, loop, LANES, (f"{name}v", f"{name}l"), tail="perfect")
 
 
 def _move_up(p: Proc, stmt: Any, below: Any) -> Proc:
