@@ -10,12 +10,14 @@ than torch at 4096 x 64.
 
 Run: python benchmarks/attention_backward.py            (sequence 1024 .. 4096, head 64)
      python benchmarks/attention_backward.py --quick    (1024 x 64 only, a few seconds)
+     add --cpu-time on a loaded machine (the thread's CPU time instead of the wall clock)
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _results
 from online_softmax import (
-    interleaved_best,
     load_script,
     machine,
     print_header,
@@ -61,8 +62,24 @@ def torch_backward(x: dict[str, np.ndarray], torch: Any) -> Callable[[], Any]:
     return run
 
 
+def interleaved_best(
+    fns: dict[str, Callable[[], Any]], reps: int, timer: Callable[[], float]
+) -> dict[str, float]:
+    """The best time of each function over ``reps`` rounds, each round calling every function
+    once in turn (benchmarks/online_softmax.py's, with the clock as a parameter: the CPU time
+    of the calling thread, ``time.thread_time``, is what a loaded machine distorts least;
+    every kernel here runs in the calling thread)."""
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = timer()
+            fn()
+            best[name] = min(best[name], timer() - t0)
+    return best
+
+
 def measure(
-    n: int, d: int, kernel: Callable[..., None], torch: Any, reps: int
+    n: int, d: int, kernel: Callable[..., None], torch: Any, reps: int, timer: Callable[[], float]
 ) -> dict[str, float] | None:
     """Times of cursched, numpy and torch for sequence ``n`` and head ``d`` at one thread
     (None when the kernel's gradients are wrong)."""
@@ -84,7 +101,7 @@ def measure(
             q, k, v = (torch.from_numpy(x[a])[None] for a in "QKV")
             sdpa = torch.nn.functional.scaled_dot_product_attention
             fns["torch fwd"] = lambda: sdpa(q, k, v, scale=1.0)
-        times = interleaved_best(fns, reps)
+        times = interleaved_best(fns, reps, timer)
         if torch is not None:
             # torch's backward alone: its forward + backward less its forward
             times["torch bwd"] = max(times["torch"] - times.pop("torch fwd"), 1e-9)
@@ -99,20 +116,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1024 x 64 only")
     ap.add_argument("--reps", type=int, default=0, help="rounds per size (default 3)")
+    ap.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="time the CPU time of this thread, not the wall clock (on a loaded machine)",
+    )
     _results.add_json_flag(ap)
     args = ap.parse_args(argv)
     reps = args.reps or 3
+    timer = time.thread_time if args.cpu_time else time.perf_counter
     kernel = SCRIPT.schedule(SCRIPT.attention_backward).compile()
     torch = torch_module()
     print("machine:", machine())
     print("torch:", torch.__version__ if torch is not None else "not installed")
     print("cursched: sched/attention_backward.py schedule(attention_backward), default flags;")
     print("one thread; torch = its SDPA forward + backward (autograd), torch bwd = that less")
-    print("its forward; ratios: peer time / cursched time, best of", reps)
+    print("its forward; ratios: peer time / cursched time, best of", reps, end=", ")
+    print("CPU time of the thread" if args.cpu_time else "wall clock")
     peers = ["numpy", "torch", "torch bwd"] if torch is not None else ["numpy"]
     print_header("seq x head", peers)
     for n, d in QUICK if args.quick else SIZES:
-        times = measure(n, d, kernel, torch, reps)
+        times = measure(n, d, kernel, torch, reps, timer)
         if times is None:
             return 1
         print(table_row(f"{n}x{d}", 1, times), flush=True)

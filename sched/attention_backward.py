@@ -74,9 +74,12 @@ from cursched import (
 from cursched.platforms.x86 import (
     AVX2,
     isa,
+    mm256_broadcast_ss,
+    mm256_exp_ps,
     mm256_fmadd_ps_broadcast,
     mm256_loadu_ps,
     mm256_storeu_ps,
+    mm256_sub_ps,
 )
 
 
@@ -243,19 +246,38 @@ def schedule(p: Proc, vector: bool = True) -> Proc:
     p, _ = fission(p, p.forward(score_sum).before())
     p, _ = fission(p, p.forward(score_sum).after())
     p, _ = fission(p, p.forward(dp_keys.outer).before())
-    kernels = [
-        (score_sum, score_keys.inner, "s", "i", "j", False),
-        (dp_keys.outer, dp_keys.inner, "dP", "i", "j", False),
-        *((nests[n].terms, nests[n].head, f"{n}_acc", "j", "d", True) for n in ("dV", "dK")),
-        (nests["dQ"].terms, nests["dQ"].head, "dQ", "i", "d", True),
+    rows_of = {"i": f"{QUERY_TILE} * it + ii", "j": f"{KEY_TILE} * jt + jj"}
+    kernels = [  # the sum's loops, C, C's row and column loops, cut, B's row
+        (score_sum, score_keys.inner, "s", "i", "j", False, "Kt", "d"),
+        (dp_keys.outer, dp_keys.inner, "dP", "i", "j", False, "Vt", "d"),
+        (nests["dV"].terms, nests["dV"].head, "dV_acc", "j", "d", True, "dO", rows_of["i"]),
+        (nests["dK"].terms, nests["dK"].head, "dK_acc", "j", "d", True, "Q", rows_of["i"]),
+        (nests["dQ"].terms, nests["dQ"].head, "dQ", "i", "d", True, "K", rows_of["j"]),
     ]
-    for terms, cols, buf, r, c, cut in kernels:
-        base = f"{QUERY_TILE} * it + " if buf == "dQ" else ""
-        window = (
-            f"{buf}[{base}{TILE_ROWS} * {r}q:{base}{TILE_ROWS} * {r}q + {TILE_ROWS}, "
-            f"{TILE_COLS} * {c}q:{TILE_COLS} * {c}q + {TILE_COLS}]"
+    for terms, cols, c_buf, r, c, cut, b_buf, b_row in kernels:
+        base = f"{QUERY_TILE} * it + " if c_buf == "dQ" else ""
+        c_cols = f"{TILE_COLS} * {c}q:{TILE_COLS} * {c}q + {TILE_COLS}"
+        c_win = (
+            f"{c_buf}[{base}{TILE_ROWS} * {r}q:{base}{TILE_ROWS} * {r}q + {TILE_ROWS}, {c_cols}]"
         )
-        p = _micro_kernel(p, p.forward(terms).parent(), terms, cols, (window, buf), cut)
+        windows = (c_win, f"{b_buf}[{b_row}, {c_cols}]", c_buf)
+        p = _micro_kernel(p, p.forward(terms).parent(), terms, cols, windows, cut)
+    # 10. the weights P = exp(s - L) 8 keys at a time: the scores, the broadcast L of the
+    # row, the difference and its exp in AVX2 registers
+    p, _ = _lanes(p, p.forward(p_exp).parent(), "e")
+    operands = (
+        (0, "lhs", "score_v"),
+        (0, "rhs", "lse_v"),
+        (0, None, "arg_v"),
+        (None, None, "exp_v"),
+    )
+    for arg, side, name in operands:
+        e = p.forward(p_exp).rhs()
+        e = e if arg is None else e.args()[arg]
+        e = e if side is None else getattr(e, side)()
+        p, _, vec, rest = _lane_operand(p, (e,), "el", name)
+        p, _ = replace(p, vec, _EXP_STEPS[name])
+    p, _ = replace(p, rest, mm256_storeu_ps)
     return p
 
 
@@ -290,14 +312,17 @@ def _keys_head_rows(p: Proc, keys: Any, head: Any, rows: Any) -> tuple[Proc, _Ne
 
 
 def _micro_kernel(
-    p: Proc, rows: Any, terms: Any, cols: Any, window: tuple[str, str], cut: bool
+    p: Proc, rows: Any, terms: Any, cols: Any, windows: tuple[str, str, str], cut: bool
 ) -> Proc:
     """The product nest ``for row: for t: for col: C[row, col] += A[row, t] * B[t, col]`` as
-    a micro-kernel: ``TILE_ROWS`` x ``TILE_COLS`` of ``C`` (``window``: the window and the
-    name of ``C``) in AVX2 registers over
-    the terms, each update a fused multiply-add of a vector of ``B`` by a broadcast of ``A``
-    (``cut``: the columns past a multiple of ``TILE_COLS`` in a loop of their own)."""
+    a micro-kernel: ``TILE_ROWS`` x ``TILE_COLS`` of ``C`` in AVX2 registers over the terms,
+    the ``TILE_COLS`` of ``B`` of a term loaded once into registers, each update a fused
+    multiply-add of a vector of ``B`` by a broadcast of ``A``. ``windows``: the window of
+    ``C``, the window of ``B`` (one term) and the name of ``C``; ``cut``: the columns past a
+    multiple of ``TILE_COLS`` in a loop of their own."""
     r, c = p.forward(rows).name()[0], p.forward(cols).name()[0]
+    update = p.forward(cols).body()[0]
+    p, _ = commute_expr(p, (update.rhs(),))  # B first, as the instruction has it
     p, tr = split(p, rows, TILE_ROWS, (f"{r}q", f"{r}r"), tail="perfect")
     p, tc = split(p, cols, TILE_COLS, (f"{c}q", f"{c}r"), tail="cut" if cut else "perfect")
     if cut:
@@ -305,26 +330,45 @@ def _micro_kernel(
     # (rq, rr, t, cq, cr) -> (rq, cq, t, rr, cr)
     for loop in (terms, tr.inner, tr.inner):
         p, _ = reorder_loops(p, loop)
-    p, acc = stage_mem(p, p.forward(terms).as_block(), window[0], f"{window[1]}_reg")
+    p, acc = stage_mem(p, p.forward(terms).as_block(), windows[0], f"{windows[2]}_reg")
+    p, bs = stage_mem(p, p.forward(tr.inner).as_block(), windows[1], f"{windows[2]}_b")
     p, ld = _lanes(p, acc.load.body()[0], "l")
     p, st = _lanes(p, acc.store.body()[0], "s")
+    p, bl = _lanes(p, bs.load, "b")
     p, fm = _lanes(p, tc.inner, "r")
     p, _ = divide_dim(p, acc.alloc, 1, LANES)
+    p, _ = divide_dim(p, bs.alloc, 0, LANES)
     p, _ = simplify(p)
-    p, _ = set_memory(p, acc.alloc, AVX2)
-    p, _ = replace(p, ld.inner, mm256_loadu_ps)
+    for reg in (acc.alloc, bs.alloc):
+        p, _ = set_memory(p, reg, AVX2)
+    for vec in (ld.inner, bl.inner):
+        p, _ = replace(p, vec, mm256_loadu_ps)
     p, _ = replace(p, st.inner, mm256_storeu_ps)
-    update = p.forward(fm.inner).body()[0]
-    p, _ = commute_expr(p, (update.rhs(),))  # B's vector first, as the instruction has it
-    update = p.forward(update)
-    p, b = bind_expr(p, (update.rhs().lhs(),), f"{window[1]}_b")
-    p, e = expand_dim(p, b.alloc, LANES, "rl")
+    p, _ = replace(p, fm.inner, mm256_fmadd_ps_broadcast)
+    return p
+
+
+_EXP_STEPS = {
+    "score_v": mm256_loadu_ps,
+    "lse_v": mm256_broadcast_ss,
+    "arg_v": mm256_sub_ps,
+    "exp_v": mm256_exp_ps,
+}
+"""The instruction computing each operand of step 10."""
+
+
+def _lane_operand(p: Proc, reads: tuple[Any, ...], lane: str, name: str) -> tuple[Any, ...]:
+    """Compute ``reads`` (equal expressions of one statement in a loop over the lanes
+    ``lane``) into an ``AVX2`` register ``name`` in a loop of its own before the statement
+    (``sched/attention.py``'s helper): ``bind_expr``, ``expand_dim`` by the lane,
+    ``lift_alloc``, ``fission``, ``set_memory``. Returns the proc, the register, the loop
+    computing it and the loop of the statement."""
+    p, b = bind_expr(p, reads, name)
+    p, e = expand_dim(p, b.alloc, LANES, lane)
     p, _ = lift_alloc(p, e.alloc)
     p, f = fission(p, b.assign.after())
     p, _ = set_memory(p, e.alloc, AVX2)
-    p, _ = replace(p, f.first, mm256_loadu_ps)
-    p, _ = replace(p, f.second, mm256_fmadd_ps_broadcast)
-    return p
+    return p, e.alloc, f.first, f.second
 
 
 def _lanes(p: Proc, loop: Any, name: str) -> tuple[Proc, Any]:
