@@ -29,7 +29,17 @@ The schedule (``schedule``), with primitives and the cursors they return:
    score per key of the tile (``expand_dim``, ``lift_alloc``), the head dimension outside the
    keys (``fission``, ``reorder_loops``), the K and V tiles staged transposed
    (``stage_mem``, ``rearrange_dim``); every score still sums over the head dimension in
-   order.
+   order;
+9. on a CPU with AVX2 (``vector``), each of the five products ``C[row, col] += A[row, t] *
+   B[t, col]`` (scores, dP, dV, dK, dQ) a micro-kernel of ``cursched.platforms.x86``
+   instructions: ``TILE_ROWS`` x ``TILE_COLS`` of ``C`` in registers over the terms, the
+   vectors of ``B`` of a term loaded once, a fused multiply-add by a broadcast of ``A`` per
+   register (``split``, ``reorder_loops``, ``stage_mem``, ``divide_dim``, ``set_memory``,
+   ``replace``; the head columns past a multiple of 16 in a scalar loop, ``tail="cut"``);
+10. the weights ``P = exp(s - L)`` 8 keys at a time (``mm256_exp_ps``, 1 ulp).
+
+Every reduction keeps the naive program's order (up to the contraction of each product into its
+add, which the compiler does to the scalar C code too), whatever the tiles.
 
 Sequence lengths must be multiples of the tiles (``assert Nq % 64 == 0``, ``Nk % 64 == 0``),
 as in ``sched/attention.py``: with guarded tiles (``split(tail="guard")``) the steps up to 4

@@ -14,7 +14,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from cursched import Proc, bind_expr, insert_pass, split, unroll_loop
+from cursched import Memory, Proc, bind_expr, insert_pass, split, unroll_loop
 from cursched.cursors import Tombstone
 from cursched.errors import StaleCursorError
 from cursched.testing import assert_equivalent
@@ -33,9 +33,17 @@ def fa2(script: ModuleType) -> Proc:
     return p
 
 
-def test_flash_attention_2_backward(fa2: Proc, golden) -> None:  # type: ignore[no-untyped-def]
-    golden.check(fa2)
-    text = str(fa2)
+@pytest.fixture(scope="module")
+def fa2_loops(script: ModuleType) -> Proc:
+    """The schedule without its AVX2 steps (9 and 10): the loop structure on any machine."""
+    p = script.schedule(script.attention_backward, vector=False)
+    assert isinstance(p, Proc)
+    return p
+
+
+def test_flash_attention_2_backward(fa2_loops: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    golden.check(fa2_loops)
+    text = str(fa2_loops)
     # Drow and the zeroing of dQ first, then the key tiles outermost, the query tiles inside
     assert text.index("Drow[i] += dO[i, d] * O[i, d]") < text.index("dQ[i, d] = 0.0")
     assert text.index("dQ[i, d] = 0.0") < text.index("for jt in seq(0, Nk / 64):")
@@ -54,10 +62,37 @@ def test_flash_attention_2_backward(fa2: Proc, golden) -> None:  # type: ignore[
         assert f"= {out}[" not in text
         assert text.index(f"{out}[64 * jt + ") > text.rindex(f"{out}_acc[jj, d] +=")
     assert "dQ[64 * it + ii, d] += dS[ii, jj] * K[64 * jt + jj, d]" in text
+    # the scores and dP summed over rows of the transposed K and V tiles
+    assert "s[jj] += Q[64 * it + ii, d] * Kt[d, jj]" in text
+    assert "dP[ii, jj] += dO[64 * it + ii, d] * Vt[d, jj]" in text
 
 
-def test_the_history_replays(script: ModuleType, fa2: Proc) -> None:
-    assert_history_replays(fa2, attention_backward=script.attention_backward)
+def test_avx2_micro_kernels(script: ModuleType, fa2: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    """Steps 9 and 10: each of the five products a 4 x 16 register tile of fused
+    multiply-adds, the weights' exp in vectors; correct in C with head columns in the cut tail
+    (67) and without (64)."""
+    if script.isa() is None:
+        pytest.skip("the CPU has no AVX2: the schedule stops before its vector steps")
+    golden.check(fa2)
+    text = str(fa2)
+    for c in ("s", "dP", "dV_acc", "dK_acc", "dQ"):
+        assert f"{c}_reg: f32[4, 2, 8] @ AVX2" in text and f"{c}_b: f32[2, 8] @ AVX2" in text
+        assert f"mm256_fmadd_ps_broadcast({c}_reg[" in text
+    assert text.count("mm256_fmadd_ps_broadcast(") == 5
+    assert "mm256_exp_ps(exp_v[0:8], arg_v[0:8])" in text and " exp(" not in text
+    for d in (64, 67):
+        assert script.check(fa2, 128, 64, d, compiled=True, seed=d, torch=False) == []
+
+
+def test_the_histories_replay(script: ModuleType, fa2: Proc, fa2_loops: Proc) -> None:
+    # the instructions and memories the history names
+    names = {
+        k: v
+        for k, v in vars(script).items()
+        if (isinstance(v, Proc) and v.is_instr()) or (isinstance(v, type) and issubclass(v, Memory))
+    }
+    for p in (fa2, fa2_loops):
+        assert_history_replays(p, attention_backward=script.attention_backward, **names)
 
 
 def test_equivalent_to_the_naive_backward(script: ModuleType, fa2: Proc) -> None:
@@ -109,9 +144,7 @@ def test_patterns_only_at_the_start() -> None:
     assert "find" in body.split("# 1.", 1)[0]
 
 
-def test_a_read_of_the_unexpanded_accumulator_is_a_tombstone(
-    script: ModuleType, fa2: Proc
-) -> None:
+def test_a_read_of_the_unexpanded_accumulator_is_a_tombstone(script: ModuleType, fa2: Proc) -> None:
     """The seed's failure mode: the consumer's read of the score accumulator ``s`` (the MMA
     result, here the read in ``exp(s - L)``) taken before step 8's ``expand_dim`` of ``s``
     does not silently go on naming the un-expanded value: it is a tombstone, and using it
@@ -125,7 +158,8 @@ def test_a_read_of_the_unexpanded_accumulator_is_a_tombstone(
     with pytest.raises(StaleCursorError, match="killed by expand_dim"):
         bind_expr(fa2, read, "score")
     # what to use instead: the statement keeps its identity, its read is the expanded one
-    assert "s[jj] - L[64 * it + ii]" in str(fa2.forward(naive.find("P[_] = exp(_)")).rhs())
+    loops = script.schedule(naive, vector=False)
+    assert "s[jj] - L[64 * it + ii]" in str(loops.forward(naive.find("P[_] = exp(_)")).rhs())
 
 
 def test_a_statement_of_an_unrolled_tile_is_a_tombstone(script: ModuleType, fa2: Proc) -> None:
@@ -146,13 +180,13 @@ def test_a_statement_of_an_unrolled_tile_is_a_tombstone(script: ModuleType, fa2:
         dead.rhs()
 
 
-def test_fission_forwards_a_loop_to_the_first_nest(script: ModuleType, fa2: Proc) -> None:
+def test_fission_forwards_a_loop_to_the_first_nest(script: ModuleType, fa2_loops: Proc) -> None:
     """``fission`` kills nothing, and a cursor to a split loop follows the first nest: the dQ
     head loop of the naive proc is, in the final proc, the loop zeroing dQ (not the one
     summing into it), while the sum statement follows into the second nest."""
     naive = script.attention_backward
     head = naive.find("dQ[_] = 0.0").parent()
-    loop = fa2.forward(head)
+    loop = fa2_loops.forward(head)
     assert loop and "dQ[i, d] = 0.0" in str(loop.body()[0]) and len(loop.body()) == 1
-    total = fa2.forward(naive.find("dQ[_] += _"))
+    total = fa2_loops.forward(naive.find("dQ[_] += _"))
     assert total and not loop.is_ancestor_of(total)
