@@ -68,7 +68,7 @@ def test_flash_attention_2_backward(fa2_loops: Proc, golden) -> None:  # type: i
 
 
 def test_avx2_micro_kernels(script: ModuleType, fa2: Proc, golden) -> None:  # type: ignore[no-untyped-def]
-    """Steps 9 and 10: each of the five products a 4 x 16 register tile of fused
+    """Steps 9 and 10: each of the five products a 2 x 32 register tile of fused
     multiply-adds, the weights' exp in vectors; correct in C with head columns in the cut tail
     (67) and without (64)."""
     if script.isa() is None:
@@ -76,7 +76,7 @@ def test_avx2_micro_kernels(script: ModuleType, fa2: Proc, golden) -> None:  # t
     golden.check(fa2)
     text = str(fa2)
     for c in ("s", "dP", "dV_acc", "dK_acc", "dQ"):
-        assert f"{c}_reg: f32[4, 2, 8] @ AVX2" in text and f"{c}_b: f32[2, 8] @ AVX2" in text
+        assert f"{c}_reg: f32[2, 4, 8] @ AVX2" in text and f"{c}_b: f32[4, 8] @ AVX2" in text
         assert f"mm256_fmadd_ps_broadcast({c}_reg[" in text
     assert text.count("mm256_fmadd_ps_broadcast(") == 5
     assert "mm256_exp_ps(exp_v[0:8], arg_v[0:8])" in text and " exp(" not in text
