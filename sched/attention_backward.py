@@ -176,8 +176,10 @@ class _Nest(NamedTuple):
 
 
 def schedule(p: Proc, vector: bool = True) -> Proc:
-    """The flash attention 2 backward of the naive ``attention_backward`` (steps 1-7 of the
-    module docstring); key tiles of ``KEY_TILE``, query tiles of ``QUERY_TILE``."""
+    """The flash attention 2 backward of the naive ``attention_backward`` (the steps of the
+    module docstring); key tiles of ``KEY_TILE``, query tiles of ``QUERY_TILE``. With
+    ``vector`` and a CPU with AVX2, steps 9-10 (the AVX2 micro-kernels); else it stops after
+    step 8 and the compiler vectorises what it can."""
     # the patterns: the nests (by their query and key loops), the zeroings, the buffers
     i_p, i_dv, i_dp, i_d, i_ds, _, i_dk = p.find_loop("i", many=True)
     j_p, _, j_dp, j_ds, j_dq, _ = p.find_loop("j", many=True)
@@ -224,9 +226,10 @@ def schedule(p: Proc, vector: bool = True) -> Proc:
         p, _ = sink_alloc(p, buf)
         p, _ = resize_dim(p, buf, 0, QUERY_TILE, f"{QUERY_TILE} * it")
         p, _ = resize_dim(p, buf, 1, KEY_TILE, f"{KEY_TILE} * jt")
-    # 6. dV and dK of a key block in local tiles, zeroed there, written once
-    for out, zero, end in (("dV", "dV zero", queries), ("dK", "dK zero", None)):
-        block = p.forward(nests[zero].inner).expand(0, 1 if end is not None else None)
+    # 6. dV and dK of a key block in local tiles, zeroed there, written once: dV around its
+    # zeroing and the query loop, dK around its zeroing and everything after it
+    for out, zero, more in (("dV", "dV zero", 1), ("dK", "dK zero", None)):
+        block = p.forward(nests[zero].inner).expand(0, more)
         window = f"{out}[{KEY_TILE} * jt:{KEY_TILE} * jt + {KEY_TILE}, 0:D]"
         p, st = stage_mem(p, block, window, f"{out}_acc")
         p = _zero_instead_of_load(p, st.load, nests[zero].inner)
@@ -252,7 +255,7 @@ def schedule(p: Proc, vector: bool = True) -> Proc:
         return p
     # 9. the five products as register-tiled AVX2 micro-kernels: the scores and dP (one
     # score per row and key of the tile, each product nest alone in its row loop), then
-    # dV, dK and dQ (the head columns past a multiple of 16 in a loop of their own)
+    # dV, dK and dQ (the head columns past a multiple of TILE_COLS in a loop of their own)
     p, ex = expand_dim(p, ex.alloc, QUERY_TILE, "ii")
     p, _ = lift_alloc(p, ex.alloc)
     p, _ = fission(p, p.forward(score_sum).before())
