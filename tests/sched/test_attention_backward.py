@@ -102,8 +102,9 @@ def test_equivalent_to_the_naive_backward(script: ModuleType, fa2: Proc) -> None
 def test_gradients_against_the_float64_formula(script: ModuleType, fa2: Proc) -> None:
     """Always runs (no torch needed): the interpreter on the naive and the scheduled proc,
     and the compiled kernel, within 1e-3 relative of the float64 formula."""
-    for p in (script.attention_backward, fa2):
-        assert script.check(p, 64, 64, 3, compiled=False, seed=1, torch=False) == []
+    assert script.check(script.attention_backward, 64, 64, 3, compiled=False, torch=False) == []
+    # head 33: one micro-kernel column block (32) and the tail, in the interpreter
+    assert script.check(fa2, 64, 64, 33, compiled=False, seed=1, torch=False) == []
     assert script.check(fa2, 128, 192, 67, compiled=True, seed=2, torch=False) == []
 
 
