@@ -41,10 +41,11 @@ The schedule (``schedule``), with primitives and the cursors they return:
 Every reduction keeps the naive program's order (up to the contraction of each product into its
 add, which the compiler does to the scalar C code too), whatever the tiles.
 
-Sequence lengths must be multiples of the tiles (``assert Nq % 64 == 0``, ``Nk % 64 == 0``),
-as in ``sched/attention.py``: with guarded tiles (``split(tail="guard")``) the steps up to 4
-go through, but ``sink_alloc`` of step 5 refuses (its coverage check does not see that a
-guarded write covers a read under the same guard). The head dimension is free.
+``schedule`` needs sequence lengths that are multiples of the tiles (``assert Nq % 64 ==
+0``, ``Nk % 64 == 0``), as ``sched/attention.py``; the head dimension is free.
+``schedule_guarded`` runs steps 1-6 with guarded tiles (``split(tail="guard")``) on the
+naive program without its asserts (``without_asserts``): the same loop nest at any lengths,
+the ragged tiles' elements under guards (the AVX2 steps are for whole tiles only).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. The script prints the final proc, compiles it and checks it
@@ -53,6 +54,7 @@ against a float64 numpy formula (and torch autograd when torch is installed).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any, NamedTuple
 
@@ -68,9 +70,11 @@ from cursched import (
     fission,
     fuse,
     lift_alloc,
+    lift_scope,
     merge_writes,
     proc,
     rearrange_dim,
+    rename,
     reorder_loops,
     reorder_stmts,
     replace,
@@ -180,59 +184,10 @@ def schedule(p: Proc, vector: bool = True) -> Proc:
     module docstring); key tiles of ``KEY_TILE``, query tiles of ``QUERY_TILE``. With
     ``vector`` and a CPU with AVX2, steps 9-10 (the AVX2 micro-kernels); else it stops after
     step 8 and the compiler vectorises what it can."""
-    # the patterns: the nests (by their query and key loops), the zeroings, the buffers
-    i_p, i_dv, i_dp, i_d, i_ds, _, i_dk = p.find_loop("i", many=True)
-    j_p, _, j_dp, j_ds, j_dq, _ = p.find_loop("j", many=True)
-    zeros = [p.find(f"{out}[_] = 0.0") for out in ("dV", "dQ", "dK")]
-    drow, *tiles = (p.find_alloc_or_arg(x) for x in ("Drow", "P", "dP", "dS"))
+    # the patterns of steps 7-10 (steps 1-6 find theirs in _fa2_nest)
     score, score_zero, dp_zero = p.find_alloc_or_arg("s"), p.find("s = 0.0"), p.find("dP[_] = 0.0")
     score_sum, p_exp = p.find("s += _").parent(), p.find("P[_] = exp(_)")
-    # 1. the zeroing of every accumulated output in a nest of its own
-    split_off = []
-    for zero in zeros:
-        p, f = fission(p, zero.after(), n_lifts=2)
-        split_off.append((f.first, f.second))
-    (dv_zero, dv_sum), (dq_zero, dq_sum), (dk_zero, dk_sum) = split_off
-    # 2. key tiles outermost, query tiles inside, in every nest
-    nests: dict[str, _Nest] = {}
-    for name, rows, keys in (("P", i_p, j_p), ("dP", i_dp, j_dp), ("dS", i_ds, j_ds)):
-        p, nests[name] = _rows_keys(p, rows, keys)
-    p, nests["dQ"] = _rows_head_keys(p, dq_sum, p.forward(j_dq).parent(), j_dq)
-    for name, keys, rows in (("dV", dv_sum, i_dv), ("dK", dk_sum, i_dk)):
-        p, nests[name] = _keys_head_rows(p, keys, p.forward(rows).parent(), rows)
-    for name, zero in (("dV zero", dv_zero), ("dK zero", dk_zero)):
-        p, t = split(p, zero, KEY_TILE, ("jt", "jj"), tail="perfect")
-        nests[name] = _Nest(t.outer, t.inner)
-    # 3. Drow first, dQ zeroed before the key loop
-    p = _move_up(p, i_d, drow)
-    p = _move_up(p, dq_zero, i_d)
-    # 4. one key loop: the zeroing of dK and dV first, then one query loop
-    order = ("P", "dV zero", "dV", "dP", "dS", "dQ", "dK zero", "dK")
-    keys = nests["P"].keys
-    for name in order[1:]:
-        p, fk = fuse(p, keys, nests[name].keys)
-        keys = fk.fused
-    p, _ = reorder_stmts(p, p.forward(nests["dV zero"].inner).expand(1, 0))
-    p = _move_up(p, nests["dK zero"].inner, nests["dV zero"].inner)
-    p, _ = reorder_stmts(p, p.forward(nests["dV zero"].inner).expand(0, 1))
-    queries = nests["P"].inner
-    for name in ("dV", "dP", "dS", "dQ", "dK"):
-        p, fq = fuse(p, queries, nests[name].inner)
-        queries = fq.fused
-    # 5. P, dP and dS one tile each, in the query loop
-    for buf in reversed(tiles):
-        p, _ = sink_alloc(p, buf)
-        p = _move_down(p, buf, queries)
-        p, _ = sink_alloc(p, buf)
-        p, _ = resize_dim(p, buf, 0, QUERY_TILE, f"{QUERY_TILE} * it")
-        p, _ = resize_dim(p, buf, 1, KEY_TILE, f"{KEY_TILE} * jt")
-    # 6. dV and dK of a key block in local tiles, zeroed there, written once: dV around its
-    # zeroing and the query loop, dK around its zeroing and everything after it
-    for out, zero, more in (("dV", "dV zero", 1), ("dK", "dK zero", None)):
-        block = p.forward(nests[zero].inner).expand(0, more)
-        window = f"{out}[{KEY_TILE} * jt:{KEY_TILE} * jt + {KEY_TILE}, 0:D]"
-        p, st = stage_mem(p, block, window, f"{out}_acc")
-        p = _zero_instead_of_load(p, st.load, nests[zero].inner)
+    p, nests = _fa2_nest(p, "perfect")
     # 7. the head dimension innermost in the tile products
     for name in ("dV", "dK", "dQ"):
         p, _ = reorder_loops(p, nests[name].head)
@@ -296,32 +251,110 @@ def schedule(p: Proc, vector: bool = True) -> Proc:
     return p
 
 
-def _rows_keys(p: Proc, rows: Any, keys: Any) -> tuple[Proc, _Nest]:
+def schedule_guarded(p: Proc) -> Proc:
+    """Steps 1-6 with guarded tiles (``split(tail="guard")``): the flash attention 2 backward
+    loop nest at any sequence lengths, for ``without_asserts(attention_backward)``; the
+    compiler vectorises what it can."""
+    p, _ = _fa2_nest(p, "guard")
+    p, _ = rename(p, "attention_backward_guarded")  # beside schedule's proc in one C unit
+    return p
+
+
+def without_asserts(p: Proc) -> Proc:
+    """``p`` without its asserts (the tile multiples): a new proc, version 0, named as ``p``."""
+    return Proc(dataclasses.replace(p.ir(), preds=()))
+
+
+def _fa2_nest(p: Proc, tail: str) -> tuple[Proc, dict[str, _Nest]]:
+    """Steps 1-6: the key-block-outer nest of flash attention 2's backward; ``tail`` is
+    ``"perfect"`` (the asserted tile multiples) or ``"guard"`` (any lengths). Returns the proc
+    and the tiled nests by name."""
+    # the patterns: the nests (by their query and key loops), the zeroings, the buffers
+    i_p, i_dv, i_dp, i_d, i_ds, _, i_dk = p.find_loop("i", many=True)
+    j_p, _, j_dp, j_ds, j_dq, _ = p.find_loop("j", many=True)
+    zeros = [p.find(f"{out}[_] = 0.0") for out in ("dV", "dQ", "dK")]
+    drow, *tiles = (p.find_alloc_or_arg(x) for x in ("Drow", "P", "dP", "dS"))
+    # 1. the zeroing of every accumulated output in a nest of its own
+    split_off = []
+    for zero in zeros:
+        p, f = fission(p, zero.after(), n_lifts=2)
+        split_off.append((f.first, f.second))
+    (dv_zero, dv_sum), (dq_zero, dq_sum), (dk_zero, dk_sum) = split_off
+    # 2. key tiles outermost, query tiles inside, in every nest
+    nests: dict[str, _Nest] = {}
+    for name, rows, keys in (("P", i_p, j_p), ("dP", i_dp, j_dp), ("dS", i_ds, j_ds)):
+        p, nests[name] = _rows_keys(p, rows, keys, tail)
+    p, nests["dQ"] = _rows_head_keys(p, dq_sum, p.forward(j_dq).parent(), j_dq, tail)
+    for name, keys, rows in (("dV", dv_sum, i_dv), ("dK", dk_sum, i_dk)):
+        p, nests[name] = _keys_head_rows(p, keys, p.forward(rows).parent(), rows, tail)
+    for name, zero in (("dV zero", dv_zero), ("dK zero", dk_zero)):
+        p, t = split(p, zero, KEY_TILE, ("jt", "jj"), tail=tail)
+        nests[name] = _Nest(t.outer, t.inner)
+    # 3. Drow first, dQ zeroed before the key loop
+    p = _move_up(p, i_d, drow)
+    p = _move_up(p, dq_zero, i_d)
+    # 4. one key loop: the zeroing of dK and dV first, then one query loop
+    order = ("P", "dV zero", "dV", "dP", "dS", "dQ", "dK zero", "dK")
+    keys = nests["P"].keys
+    for name in order[1:]:
+        p, fk = fuse(p, keys, nests[name].keys)
+        keys = fk.fused
+    p, _ = reorder_stmts(p, p.forward(nests["dV zero"].inner).expand(1, 0))
+    p = _move_up(p, nests["dK zero"].inner, nests["dV zero"].inner)
+    p, _ = reorder_stmts(p, p.forward(nests["dV zero"].inner).expand(0, 1))
+    queries = nests["P"].inner
+    for name in ("dV", "dP", "dS", "dQ", "dK"):
+        p, fq = fuse(p, queries, nests[name].inner)
+        queries = fq.fused
+    # 5. P, dP and dS one tile each, in the query loop
+    for buf in reversed(tiles):
+        p, _ = sink_alloc(p, buf)
+        p = _move_down(p, buf, queries)
+        p, _ = sink_alloc(p, buf)
+        p, _ = resize_dim(p, buf, 0, QUERY_TILE, f"{QUERY_TILE} * it")
+        p, _ = resize_dim(p, buf, 1, KEY_TILE, f"{KEY_TILE} * jt")
+    # 6. dV and dK of a key block in local tiles, zeroed there, written once: dV around its
+    # zeroing and the query loop, dK around its zeroing and everything after it
+    for out, zero, more in (("dV", "dV zero", 1), ("dK", "dK zero", None)):
+        block = p.forward(nests[zero].inner).expand(0, more)
+        window = f"{out}[{KEY_TILE} * jt:{KEY_TILE} * jt + {KEY_TILE}, 0:D]"
+        p, st = stage_mem(p, block, window, f"{out}_acc")
+        p = _zero_instead_of_load(p, st.load, nests[zero].inner, tail)
+    return p, nests
+
+
+def _rows_keys(p: Proc, rows: Any, keys: Any, tail: str) -> tuple[Proc, _Nest]:
     """Tile a nest ``for i: for j: ...`` into ``for jt: for it: for ii: for jj: ...``."""
-    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
-    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail="perfect")
+    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail=tail)
+    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail=tail)
+    if tail == "guard":  # the key tiles out of the query guard
+        p, _ = lift_scope(p, k.outer)
     p, _ = reorder_loops(p, r.inner)
     p, _ = reorder_loops(p, r.outer)
     return p, _Nest(k.outer, r.outer)
 
 
-def _rows_head_keys(p: Proc, rows: Any, head: Any, keys: Any) -> tuple[Proc, _Nest]:
+def _rows_head_keys(p: Proc, rows: Any, head: Any, keys: Any, tail: str) -> tuple[Proc, _Nest]:
     """Tile ``for i: for d: for j: ...`` (dQ) into ``for jt: for it: for ii: for d: for
     jj: ...``: each element still sums over the keys in order."""
-    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
-    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail="perfect")
+    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail=tail)
+    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail=tail)
     p, _ = reorder_loops(p, head)
+    if tail == "guard":
+        p, _ = lift_scope(p, k.outer)
     p, _ = reorder_loops(p, r.inner)
     p, _ = reorder_loops(p, r.outer)
     return p, _Nest(k.outer, r.outer, head, k.inner)
 
 
-def _keys_head_rows(p: Proc, keys: Any, head: Any, rows: Any) -> tuple[Proc, _Nest]:
+def _keys_head_rows(p: Proc, keys: Any, head: Any, rows: Any, tail: str) -> tuple[Proc, _Nest]:
     """Tile ``for j: for d: for i: ...`` (dV, dK) into ``for jt: for it: for jj: for d: for
     ii: ...``: each element still sums over the queries in order."""
-    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail="perfect")
-    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail="perfect")
+    p, k = split(p, keys, KEY_TILE, ("jt", "jj"), tail=tail)
+    p, r = split(p, rows, QUERY_TILE, ("it", "ii"), tail=tail)
     p, _ = reorder_loops(p, head)
+    if tail == "guard":
+        p, _ = lift_scope(p, r.outer)
     p, _ = reorder_loops(p, k.inner)
     return p, _Nest(k.outer, r.outer, head, r.inner)
 
@@ -405,12 +438,17 @@ def _move_down(p: Proc, stmt: Any, above: Any) -> Proc:
     return p
 
 
-def _zero_instead_of_load(p: Proc, load: Any, zero: Any) -> Proc:
+def _zero_instead_of_load(p: Proc, load: Any, zero: Any, tail: str) -> Proc:
     """The load nest of a staged accumulator followed by its zeroing nest (both ``for jj: for
     d: ...``): one nest whose only write of each element is the zero (``fuse`` twice, then
     ``merge_writes`` drops the overwritten load)."""
     p, rows = fuse(p, load, zero)
-    p, cols = fuse(p, rows.first_body[0], rows.second_body[0])
+    first, second = rows.first_body[0], rows.second_body[0]
+    if tail == "guard":  # the load's guard (inside its columns) and the zeroing's as one
+        p, up = lift_scope(p, first.body()[0])
+        p, guards = fuse(p, up.outer, second)
+        first, second = guards.first_body[0], guards.second_body[0]
+    p, cols = fuse(p, first, second)
     p, _ = merge_writes(p, cols.fused.body())
     return p
 
@@ -502,7 +540,7 @@ def check(
 
 def scheduled() -> list[Proc]:
     """What this file produces, for ``cursched compile``/``show`` (docs/cli.md)."""
-    return [schedule(attention_backward)]
+    return [schedule(attention_backward), schedule_guarded(without_asserts(attention_backward))]
 
 
 def main() -> int:
@@ -511,10 +549,12 @@ def main() -> int:
     bad = check(attention_backward, 64, 64, 3, compiled=False)
     bad += check(p, 64, 64, 3, compiled=False)
     bad += check(p, 128, 192, 64, compiled=True)
+    bad += check(schedule_guarded(without_asserts(attention_backward)), 100, 77, 5, compiled=True)
     if bad:
         print("MISMATCH:\n  " + "\n  ".join(bad), file=sys.stderr)
         return 1
-    print("ok: the flash attention 2 backward matches the float64 formula (and torch autograd)\n")
+    print("ok: the flash attention 2 backward (whole and guarded tiles) matches the float64")
+    print("formula (and torch autograd)\n")
     print(p.history())
     return 0
 

@@ -41,6 +41,30 @@ def fa2_loops(script: ModuleType) -> Proc:
     return p
 
 
+@pytest.fixture(scope="module")
+def fa2_guarded(script: ModuleType) -> Proc:
+    """The guarded schedule (steps 1-6 at any sequence lengths)."""
+    p = script.schedule_guarded(script.without_asserts(script.attention_backward))
+    assert isinstance(p, Proc)
+    return p
+
+
+def test_guarded_flash_attention_2_backward(script: ModuleType, fa2_guarded: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    """The same loop nest as the whole-tile schedule's steps 1-6, the ragged tiles' elements
+    under guards; equal to the naive program without its asserts at lengths that are not
+    multiples of the tiles (interpreter, and compiled against the float64 formula)."""
+    golden.check(fa2_guarded)
+    text = str(fa2_guarded)
+    assert text.index("for jt in seq(0, (Nk + 63) / 64):") < text.index(
+        "for it in seq(0, (Nq + 63) / 64):"
+    )
+    assert "[Nq, Nk]" not in text and text.count("if 64 * jt + jj < Nk:") >= 5
+    naive = script.without_asserts(script.attention_backward)
+    assert_equivalent(naive, fa2_guarded, sizes={"Nq": 70, "Nk": 40, "D": 3}, trials=1)
+    for nq, nk, d in ((100, 77, 5), (64, 130, 8)):
+        assert script.check(fa2_guarded, nq, nk, d, compiled=True, torch=False) == []
+
+
 def test_flash_attention_2_backward(fa2_loops: Proc, golden) -> None:  # type: ignore[no-untyped-def]
     golden.check(fa2_loops)
     text = str(fa2_loops)
@@ -93,6 +117,8 @@ def test_the_histories_replay(script: ModuleType, fa2: Proc, fa2_loops: Proc) ->
     }
     for p in (fa2, fa2_loops):
         assert_history_replays(p, attention_backward=script.attention_backward, **names)
+    naive = script.without_asserts(script.attention_backward)
+    assert_history_replays(script.schedule_guarded(naive), attention_backward=naive)
 
 
 def test_equivalent_to_the_naive_backward(script: ModuleType, fa2: Proc) -> None:
@@ -120,17 +146,26 @@ def test_the_float64_formula_is_torch_autograd(script: ModuleType) -> None:
     assert script.errors(wrong, want)["dK"] > script.TOLERANCE
 
 
-@pytest.mark.parametrize(("nq", "nk", "d"), [(64, 64, 64), (128, 192, 16), (192, 128, 67)])
+@pytest.mark.parametrize(
+    ("which", "nq", "nk", "d"),
+    [
+        ("whole", 64, 64, 64),
+        ("whole", 128, 192, 16),
+        ("whole", 192, 128, 67),
+        ("guarded", 100, 77, 67),
+    ],
+)
 def test_gradients_against_torch_autograd(
-    script: ModuleType, fa2: Proc, nq: int, nk: int, d: int
+    script: ModuleType, fa2: Proc, fa2_guarded: Proc, which: str, nq: int, nk: int, d: int
 ) -> None:
-    """The compiled kernel's dQ, dK, dV within 1e-3 relative (float32) of torch autograd of
-    ``scaled_dot_product_attention`` in float64; one size with an odd head dimension (the
-    sequence lengths are multiples of the tiles: see the module docstring)."""
+    """The compiled kernels' dQ, dK, dV within 1e-3 relative (float32) of torch autograd of
+    ``scaled_dot_product_attention`` in float64: the whole-tile schedule at three sizes (one
+    with an odd head dimension, one with the head in the micro-kernels' scalar tail only),
+    the guarded one at odd sequence lengths and head."""
     if not HAS_TORCH:
         pytest.skip("torch is not installed (pip install -e '.[dev]')")
     x = script.inputs(nq, nk, d, seed=nq + d)
-    got = script.run(fa2, x, compiled=True)
+    got = script.run(fa2 if which == "whole" else fa2_guarded, x, compiled=True)
     ref = script.torch_reference(x)
     errors = script.errors(got, ref)
     assert all(e <= script.TOLERANCE for e in errors.values()), errors
@@ -138,11 +173,16 @@ def test_gradients_against_torch_autograd(
 
 
 def test_patterns_only_at_the_start() -> None:
+    """In each schedule function the patterns come before its first step (``# 1.``,
+    ``# 7.``): every later step uses cursors found there or returned by a primitive."""
     text = SCRIPT.read_text(encoding="utf-8")
     body = text.split("def schedule(", 1)[1].split("# -- inputs and references", 1)[0]
-    steps = body.split("# 1.", 1)[1]
-    assert not re.search(r"\b(find\w*|at)\(|#\d", steps)
-    assert "find" in body.split("# 1.", 1)[0]
+    starts = 0
+    for fn in body.split("\ndef "):
+        head, *steps = re.split(r"\n    # \d+\. ", fn, maxsplit=1)
+        assert not re.search(r"\b(find\w*|at)\(|#\d", "".join(steps)), fn.split("(", 1)[0]
+        starts += bool(steps) and "find" in head
+    assert starts == 2  # schedule (steps 7-10) and _fa2_nest (steps 1-6)
 
 
 def test_a_read_of_the_unexpanded_accumulator_is_a_tombstone(script: ModuleType, fa2: Proc) -> None:
