@@ -36,7 +36,11 @@ row. The schedule:
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
    (``split`` into 8 lanes, ``divide_dim`` + ``set_memory`` of the register tiles, each
    operand bound to a register by ``bind_expr``/``expand_dim``/``fission``, then
-   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), the
+   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), their
+   vector operand (``ROWS`` rows of ``Qt`` or ``w``) staged in registers once per step of
+   the reduction for all ``QK_KEYS`` (``PV_HEADS``) broadcasts (``stage_mem`` into ``AVX2``,
+   ``mm256_loadu_ps_reg``: gcc would fold a plain load into each FMA's memory operand and
+   read the vector 4 times; ``tools/inner_loops.py`` shows the compiled loop), the
    running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
    ``mm256_exp_ps``. Every reduction keeps the scalar program's order: each score sums over
    the head dimension in order, each row's max, sum and output over the keys in order (each
@@ -83,6 +87,7 @@ from cursched.platforms.x86 import (
     mm256_exp_ps,
     mm256_fmadd_ps_broadcast,
     mm256_loadu_ps,
+    mm256_loadu_ps_reg,
     mm256_max_ps,
     mm256_setzero_ps,
     mm256_storeu_ps,
@@ -276,23 +281,27 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         return p
     # 10. AVX2 instructions (on AVX-512 CPUs too), every vector one row of 8 lanes: the
     # micro-kernels' tiles in registers, fused multiply-adds with a broadcast of K (V)
-    qk_fma, qk_zero = qr.inner, zr.inner
-    for acc, fma in ((s_acc, qk_fma), (o_acc, pr.inner)):
+    kernels = ((s_acc, qr.inner, "Qt[k, ", "qt_v"), (o_acc, pr.inner, "w[ii, ", "w_v"))
+    for acc, fma, row, name in kernels:
+        # the vector operand (ROWS rows of Qt or w) loaded once per step of the reduction
+        # into registers that all the tile's FMAs share (steps 7 and 8 put it in memory)
+        window = f"{row}{ROWS} * rq:{ROWS} * rq + {ROWS}]"
+        p, vec = stage_mem(p, p.forward(fma).parent(), window, name, memory=AVX2)
         p, ld = _lanes(p, acc.load.body()[0], "l")
         p, st = _lanes(p, acc.store.body()[0], "s")
+        p, vl = _lanes(p, vec.load, "q")
         p, fm = _lanes(p, fma, "r")
-        p, zero_v = _lanes(p, qk_zero, "z") if acc is s_acc else (p, None)
+        p, zero_v = _lanes(p, zr.inner, "z") if acc is s_acc else (p, None)
         p, _ = divide_dim(p, acc.alloc, 1, LANES)
+        p, _ = divide_dim(p, vec.alloc, 0, LANES)
         p, _ = simplify(p)
         p, _ = set_memory(p, acc.alloc, AVX2)
         p, _ = replace(p, ld.inner, mm256_loadu_ps)
         p, _ = replace(p, st.inner, mm256_storeu_ps)
         if zero_v is not None:
             p, _ = replace(p, zero_v.inner, mm256_setzero_ps)
-        update = p.forward(fm.inner).body()[0]
-        p, _, rows_v, rest = _lane_operand(p, (update.rhs().lhs(),), "rl", "rows_v")
-        p, _ = replace(p, rows_v, mm256_loadu_ps)
-        p, _ = replace(p, rest, mm256_fmadd_ps_broadcast)
+        p, _ = replace(p, vl.inner, mm256_loadu_ps_reg)
+        p, _ = replace(p, fm.inner, mm256_fmadd_ps_broadcast)
     # 11. the running max of the rows in registers over the keys of a tile
     p, mv = stage_mem(p, outer[1], f"m[0:{query_tile}]", "m_v")
     p, ld = _lanes(p, mv.load, "l")
