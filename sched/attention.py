@@ -279,6 +279,9 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         keys, r0 = f"{QK_KEYS} * iq:{QK_KEYS} * iq + {QK_KEYS}", f"{base} + {rows} * rq"
         name = "s_acc" if base == 0 else "s_tail"
         p, acc = stage_mem(p, tile.fused.body(), f"S[{keys}, {r0}:{r0} + {rows}]", name)
+        # the rows outside the keys: the tile's rows of Qt (ROWS x D) stay in L1 while all
+        # the key tiles' K rows stream past (at head 128 all of Qt is 32 KiB, L1's size)
+        p, _ = reorder_loops(p, p.forward(tile.fused).parent())
         tiles.append(
             _Tile(acc, qr.inner, zr.inner, r0, rows, "Qt[k, ", "qt_v" if base == 0 else "qt_tail")
         )
