@@ -106,6 +106,10 @@ def test_flash_attention_other_tiles(script: ModuleType) -> None:
     assert "for rr in seq(0, 16):" in str(q) and "for iq in seq(0, 4):" in str(q)
     assert script.check_flash(q, 32, 48, 16, compiled=True, seed=5) == []
     assert_equivalent(base, q, sizes={"Nq": 16, "Nk": 32, "D": 5}, trials=1)
+    # a query tile of 32 rows: a 24-row tile, then one of 8 rows (one vector)
+    r = script.schedule_flash(script.attention, key_tile=64, query_tile=32)
+    assert "s_tail: f32[4, 1, 8] @ AVX2" in str(r) or isa() is None
+    assert script.check_flash(r, 64, 128, 19, compiled=True, seed=6) == []
 
 
 def test_flash_attention_independent_of_the_thread_count(script: ModuleType, flash: Proc) -> None:
