@@ -342,6 +342,9 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     p, _ = replace(p, rest, mm256_max_ps)
     # 12. the weights: the scores minus the guarded max, then exp, 8 rows at a time
     p, wx = _lanes(p, p.forward(outer[3]).body()[0], "r")
+    # the vectors of rows outside the keys: a vector's guarded max is the same for all keys
+    # (the compiler hoists it; with 8 vectors inside it recomputed it per key)
+    p, _ = reorder_loops(p, outer[3])
     update = p.forward(wx.inner).body()[0]
     p, _, score_v, _ = _lane_operand(p, (update.rhs().args()[0].lhs(),), "rl", "score_w")
     guard = p.forward(update).rhs().args()[0].rhs()
