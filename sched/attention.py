@@ -388,10 +388,8 @@ def _split_rows(p: Proc, loop: Any, query_tile: int, lifts: int) -> tuple[Proc, 
     ``SplitCursors`` per block of ``_row_blocks``; a second block's nest of its own
     (``fission`` out of ``lifts`` loops)."""
     blocks = _row_blocks(query_tile)
-    first = split(
-        p, loop, blocks[0][1], ("rq", "rj"), tail="perfect" if len(blocks) == 1 else "cut"
-    )
-    p, main = first
+    tail = "perfect" if len(blocks) == 1 else "cut"
+    p, main = split(p, loop, blocks[0][1], ("rq", "rj"), tail=tail)
     if len(blocks) == 1:
         return p, [main]
     if lifts:
