@@ -44,9 +44,11 @@ row. The schedule:
    ``mm256_loadu_ps_reg``: gcc would fold a plain load into each FMA's memory operand and
    read the vector 4 times; ``tools/inner_loops.py`` shows the compiled loop), the
    running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
-   ``mm256_exp_ps``. Every reduction keeps the scalar program's order: each score sums over
-   the head dimension in order, each row's max, sum and output over the keys in order (each
-   product fused into its add, as the compiler contracts the scalar C code).
+   ``mm256_exp_ps``; 13. the sums of the weights fused into the weights' loop (``fuse``),
+   each vector of rows' sums in a register over the keys. Every reduction keeps the scalar
+   program's order: each score sums over the head dimension in order, each row's max, sum
+   and output over the keys in order (each product fused into its add, as the compiler
+   contracts the scalar C code).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -87,6 +89,7 @@ from cursched import (
 from cursched.platforms.x86 import (
     AVX2,
     isa,
+    mm256_acc_ps,
     mm256_exp_ps,
     mm256_fmadd_ps_broadcast,
     mm256_loadu_ps,
@@ -194,7 +197,7 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     register-tiled products (``QK_KEYS`` keys x ``ROWS`` rows, ``PV_HEADS`` head columns x
     ``ROWS`` rows). ``key_tile`` must be a multiple of ``QK_KEYS``, ``query_tile`` of
     8. With ``vector`` and a CPU with AVX2, the vector code is AVX2 instructions of
-    ``cursched.platforms.x86`` (steps 10-12); else the compiler vectorises what it can."""
+    ``cursched.platforms.x86`` (steps 10-13); else the compiler vectorises what it can."""
     # the patterns: the four key loops, the row loop, the score row and the statistics
     scores, maxes, sums, values = p.find_loop("i", many=True)
     rows = p.find_loop("r")
@@ -251,7 +254,7 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         p, ro = reorder_loops(p, loop)
         outer.append(ro.outer)
     p, pv2 = fission(p, p.forward(sums_pv).body()[0].body()[0].after(), n_lifts=2)
-    p, _ = reorder_loops(p, pv2.first)  # the rows' sums side by side, each in key order
+    p, sums_l = reorder_loops(p, pv2.first)  # the rows' sums side by side, each in key order
     p, _ = reorder_loops(p, p.forward(pv2.second).body()[0])
     p, by_head = reorder_loops(p, pv2.second)
     p, pv_keys = reorder_loops(p, by_head.inner)
@@ -344,7 +347,7 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     p, wx = _lanes(p, p.forward(outer[3]).body()[0], "r")
     # the vectors of rows outside the keys: a vector's guarded max is the same for all keys
     # (the compiler hoists it; with 8 vectors inside it recomputed it per key)
-    p, _ = reorder_loops(p, outer[3])
+    p, w_rows = reorder_loops(p, outer[3])
     update = p.forward(wx.inner).body()[0]
     p, _, score_v, _ = _lane_operand(p, (update.rhs().args()[0].lhs(),), "rl", "score_w")
     guard = p.forward(update).rhs().args()[0].rhs()
@@ -358,6 +361,19 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     p, _ = replace(p, arg_v, mm256_sub_guarded_ps)
     p, _ = replace(p, exp_v, mm256_exp_ps)
     p, _ = replace(p, store_w, mm256_storeu_ps)
+    # 13. the sums of the weights in the weights' loop (no pass of their own over w): each
+    # vector of rows' sums in a register over the keys, still in key order
+    p, lx = _lanes(p, p.forward(sums_l.outer).body()[0], "r")
+    p, l_rows = reorder_loops(p, sums_l.outer)
+    p, _ = fuse(p, w_rows.outer, l_rows.outer)
+    p, keys = fuse(p, w_rows.inner, l_rows.inner)
+    p, lv = stage_mem(p, keys.fused, f"l[{LANES} * rv:{LANES} * rv + {LANES}]", "l_v", memory=AVX2)
+    p, _ = replace(p, lv.load, mm256_loadu_ps)
+    p, _ = replace(p, lv.store, mm256_storeu_ps)
+    update = p.forward(lx.inner).body()[0]
+    p, _, w_l, acc_l = _lane_operand(p, (update.rhs(),), "rl", "w_l")
+    p, _ = replace(p, w_l, mm256_loadu_ps)
+    p, _ = replace(p, acc_l, mm256_acc_ps)
     return p
 
 
