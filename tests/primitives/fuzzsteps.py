@@ -610,6 +610,11 @@ def _split_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)))
 
 
+def _split_online(f: Any, p: Proc, data: st.DataObject) -> Any:
+    tree = data.draw(st.booleans())
+    return f(p, pick(data, loops(p)), data.draw(st.integers(1, 5)), tree=tree)
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _reorder_loops,
@@ -673,6 +678,7 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "insert_barrier": _insert_barrier,
     "insert_barriers": _a_scope,
     "split_scan": _split_scan,
+    "split_online": _split_online,
     "tree_scan": _one_loop,
 }
 
