@@ -9,12 +9,16 @@ Each kernel's output is checked against numpy first. Aims (issue 13), one thread
 4096 x 64, >= 1.5x numpy and >= 1.0x torch SDPA.
 
 Run: python benchmarks/flash_attention.py            (sequence 1024 .. 8192, head 64 and 128)
-     python benchmarks/flash_attention.py --quick    (small sizes, a few seconds)
+     python benchmarks/flash_attention.py --quick    (the aims' size and head 128 at 2048, 1
+                                                      thread, best of 5: about 20 s)
+     python benchmarks/flash_attention.py --sizes 4096x64,2048x128 --threads 1,2 --reps 5
+     python benchmarks/flash_attention.py --asm --quick    (the compiled inner loops first)
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +41,17 @@ from online_softmax import (
 )
 
 SCRIPT = load_script("attention")
+
+
+def print_inner_loops(lib: str) -> None:
+    """The compiled FMA loops of ``lib`` (``tools/inner_loops.py``; needs objdump)."""
+    path = Path(__file__).resolve().parent.parent / "tools" / "inner_loops.py"
+    spec = importlib.util.spec_from_file_location("inner_loops", path)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for loop in tool.fma_loops(lib):
+        print("  " + loop.summary())
 
 
 def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -74,17 +89,34 @@ def measure(
 
 
 SIZES = [(n, d) for d in (64, 128) for n in (1024, 2048, 4096, 8192)]
-QUICK = [(256, 64), (512, 64)]
+QUICK = [(4096, 64), (2048, 128)]
+"""``--quick``: the aims' size and head 128, at one thread (``QUICK_REPS`` rounds)."""
+QUICK_REPS = 5
+
+
+def _sizes(text: str) -> list[tuple[int, int]]:
+    """``"4096x64,2048x128"`` -> ``[(4096, 64), (2048, 128)]``."""
+    return [(int(n), int(d)) for n, d in (x.split("x") for x in text.split(",") if x)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes only")
+    ap.add_argument("--quick", action="store_true", help="the aims' size and head 128, 1 thread")
     ap.add_argument("--reps", type=int, default=0, help="rounds per size (default 3)")
+    ap.add_argument("--sizes", type=_sizes, default=None, help="seq x head list: 4096x64,...")
+    ap.add_argument("--threads", default="", help="thread counts: 1,2 (default 1 and all)")
+    ap.add_argument("--asm", action="store_true", help="print the kernel's inner FMA loops")
     _results.add_json_flag(ap)
     args = ap.parse_args(argv)
-    reps = args.reps or 3
+    reps = args.reps or (QUICK_REPS if args.quick else 3)
+    sizes = args.sizes or (QUICK if args.quick else SIZES)
+    counts = [int(t) for t in args.threads.split(",") if t] or (
+        [1] if args.quick else thread_counts()
+    )
     kernel = SCRIPT.schedule_flash(SCRIPT.attention).compile()
+    if args.asm:
+        print("inner FMA loops of", kernel.lib_path, "(per iteration):")
+        print_inner_loops(str(kernel.lib_path))
     torch = torch_module()
     print("machine:", machine())
     print("torch:", torch.__version__ if torch is not None else "not installed")
@@ -92,8 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("Q pre-scaled (scale=1.0 for torch); ratios: peer time / cursched time, best of", reps)
     peers = ["numpy", "torch"] if torch is not None else ["numpy"]
     print_header("seq x head", peers)
-    for n, d in QUICK if args.quick else SIZES:
-        for t in thread_counts():
+    for n, d in sizes:
+        for t in counts:
             times = measure(n, d, kernel, torch, t, reps)
             if times is None:
                 return 1

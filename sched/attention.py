@@ -25,22 +25,30 @@ row. The schedule:
    (``reorder_loops``): the running max, the correction, the rescale, the weights and the
    sums are each one loop across the rows of the tile, every row's reductions still in key
    order;
-7. the QK^T micro-kernel: ``split`` keys and rows into ``QK_KEYS`` x ``ROWS`` tiles,
-   ``reorder_loops`` the head dimension inside a tile, ``fuse`` the zeroing in and
-   ``stage_mem`` the tile of scores (the compiler keeps it in vector registers);
-8. the PV micro-kernel likewise: ``PV_HEADS`` head columns x ``ROWS`` rows of ``Ot`` staged
+7. the QK^T micro-kernels: ``split`` keys and rows into ``QK_KEYS`` x ``ROWS`` tiles (4 x
+   24: 12 accumulators; the rows of a query tile past a multiple of ``ROWS``, 16 of 64, in
+   tiles of their own, ``tail="cut"`` + ``fission`` + ``reorder_stmts``), ``reorder_loops``
+   the head dimension inside a tile, ``fuse`` the zeroing in and ``stage_mem`` the tile of
+   scores (the compiler keeps it in vector registers);
+8. the PV micro-kernels likewise: ``PV_HEADS`` head columns x ``ROWS`` rows of ``Ot`` staged
    over the keys of the tile (the head columns past a multiple of ``PV_HEADS`` in a loop of
-   their own, ``tail="cut"``);
+   their own, ``tail="cut"``; the rows as in 7);
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
    (``split`` into 8 lanes, ``divide_dim`` + ``set_memory`` of the register tiles, each
    operand bound to a register by ``bind_expr``/``expand_dim``/``fission``, then
-   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), the
+   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), their
+   vector operand (``ROWS`` rows of ``Qt`` or ``w``) staged in registers once per step of
+   the reduction for all ``QK_KEYS`` (``PV_HEADS``) broadcasts (``stage_mem`` into ``AVX2``,
+   ``mm256_loadu_ps_reg``: gcc would fold a plain load into each FMA's memory operand and
+   read the vector 4 times; ``tools/inner_loops.py`` shows the compiled loop), the
    running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
-   ``mm256_exp_ps``. Every reduction keeps the scalar program's order: each score sums over
-   the head dimension in order, each row's max, sum and output over the keys in order (each
-   product fused into its add, as the compiler contracts the scalar C code).
+   ``mm256_exp_ps``; 13. the sums of the weights fused into the weights' loop (``fuse``),
+   each vector of rows' sums in a register over the keys. Every reduction keeps the scalar
+   program's order: each score sums over the head dimension in order, each row's max, sum
+   and output over the keys in order (each product fused into its add, as the compiler
+   contracts the scalar C code).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -50,7 +58,7 @@ the final procs, compiles them and checks them against numpy in float64.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -67,6 +75,7 @@ from cursched import (
     proc,
     rearrange_dim,
     reorder_loops,
+    reorder_stmts,
     replace,
     resize_dim,
     scan_fuse,
@@ -80,9 +89,11 @@ from cursched import (
 from cursched.platforms.x86 import (
     AVX2,
     isa,
+    mm256_acc_ps,
     mm256_exp_ps,
     mm256_fmadd_ps_broadcast,
     mm256_loadu_ps,
+    mm256_loadu_ps_reg,
     mm256_max_ps,
     mm256_setzero_ps,
     mm256_storeu_ps,
@@ -158,8 +169,10 @@ def attention(
         L[r] = m + log(l)
 
 
-ROWS = 16
-"""Query rows of a micro-kernel tile: two AVX2 vectors (one AVX-512 vector)."""
+ROWS = 24
+"""Query rows of a micro-kernel tile: three AVX2 vectors, 12 accumulators with ``QK_KEYS``
+keys or ``PV_HEADS`` head columns (the rows of a query tile past a multiple of ``ROWS``,
+16 of 64, a tile of their own: 8 accumulators)."""
 QK_KEYS = 4
 """Keys of a QK^T micro-kernel tile (``QK_KEYS * ROWS / 8`` accumulators with AVX2)."""
 PV_HEADS = 4
@@ -183,8 +196,8 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     query tiles in parallel, every per-row quantity vectorised across the rows of a tile, and
     register-tiled products (``QK_KEYS`` keys x ``ROWS`` rows, ``PV_HEADS`` head columns x
     ``ROWS`` rows). ``key_tile`` must be a multiple of ``QK_KEYS``, ``query_tile`` of
-    ``ROWS``. With ``vector`` and a CPU with AVX2, the vector code is AVX2 instructions of
-    ``cursched.platforms.x86`` (steps 10-12); else the compiler vectorises what it can."""
+    8. With ``vector`` and a CPU with AVX2, the vector code is AVX2 instructions of
+    ``cursched.platforms.x86`` (steps 10-13); else the compiler vectorises what it can."""
     # the patterns: the four key loops, the row loop, the score row and the statistics
     scores, maxes, sums, values = p.find_loop("i", many=True)
     rows = p.find_loop("r")
@@ -241,58 +254,81 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         p, ro = reorder_loops(p, loop)
         outer.append(ro.outer)
     p, pv2 = fission(p, p.forward(sums_pv).body()[0].body()[0].after(), n_lifts=2)
-    p, _ = reorder_loops(p, pv2.first)  # the rows' sums side by side, each in key order
+    p, sums_l = reorder_loops(p, pv2.first)  # the rows' sums side by side, each in key order
     p, _ = reorder_loops(p, p.forward(pv2.second).body()[0])
     p, by_head = reorder_loops(p, pv2.second)
     p, pv_keys = reorder_loops(p, by_head.inner)
-    # 7. the QK^T micro-kernel: a tile of QK_KEYS keys x ROWS rows in registers over the
-    # head dimension (its zeroing fused in)
+    # 7. the QK^T micro-kernels: tiles of QK_KEYS keys x ROWS rows in registers over the
+    # head dimension, their zeroing fused in; the rows past the last whole tile (64 =
+    # 2 * 24 + 16) one tile of their own (a block of rows: ``_split_rows``)
     p, zk = split(p, outer[0], QK_KEYS, ("iq", "ij"), tail="perfect")
-    p, zr = split(p, p.forward(zk.inner).body()[0], ROWS, ("rq", "rj"), tail="perfect")
-    p, _ = reorder_loops(p, zk.inner)
-    p, qr = split(p, qk, ROWS, ("rq", "rj"), tail="perfect")
-    p, qk_keys = split(
-        p, p.forward(qr.inner).body()[0].body()[0], QK_KEYS, ("iq", "ij"), tail="perfect"
-    )
-    for _ in range(3):  # (rq, rj, k, iq, ij) -> (rq, k, iq, ij, rj)
-        p, _ = reorder_loops(p, qr.inner)
-    p, _ = reorder_loops(p, p.forward(qr.outer).body()[0])
-    p, _ = reorder_loops(p, qr.outer)  # -> (iq, rq, k, ij, rj)
-    p, _ = fuse(p, zk.outer, qk_keys.outer)
-    p, tile = fuse(p, zr.outer, qr.outer)
-    window = f"S[{QK_KEYS} * iq:{QK_KEYS} * iq + {QK_KEYS}, {ROWS} * rq:{ROWS} * rq + {ROWS}]"
-    p, s_acc = stage_mem(p, tile.fused.body(), window, "s_acc")
-    # 8. the PV micro-kernel: a tile of PV_HEADS head columns x ROWS rows in registers over
-    # the keys (the head columns past a multiple of PV_HEADS in a loop of their own)
-    p, dh = split(p, by_head.outer, PV_HEADS, ("dq", "dj"), tail="cut")
-    p, pr = split(p, pv_keys.inner, ROWS, ("rq", "rj"), tail="perfect")
-    for loop in (dh.inner, dh.inner, pv_keys.outer):
-        p, _ = reorder_loops(p, loop)
-    window = f"Ot[{PV_HEADS} * dq:{PV_HEADS} * dq + {PV_HEADS}, {ROWS} * rq:{ROWS} * rq + {ROWS}]"
-    p, o_acc = stage_mem(p, pv_keys.outer, window, "o_acc")
+    p, zero_rows = _split_rows(p, p.forward(zk.inner).body()[0], query_tile, lifts=2)
+    p, qk_rows = _split_rows(p, qk, query_tile, lifts=0)
+    if len(qk_rows) == 2:  # [zero, zero tail, qk, qk tail] -> [zero, qk, zero tail, qk tail]
+        p, _ = reorder_stmts(p, p.forward(zero_rows[1].outer).parent().parent().expand(0, 1))
+    tiles = []
+    for (base, rows), zr, qr in zip(_row_blocks(query_tile), zero_rows, qk_rows, strict=True):
+        # the zeroing (iq, ij, rq, rj) -> (iq, rq, ij, rj)
+        p, _ = reorder_loops(p, p.forward(zr.outer).parent())
+        p, qk_keys = split(
+            p, p.forward(qr.inner).body()[0].body()[0], QK_KEYS, ("iq", "ij"), tail="perfect"
+        )
+        for _ in range(3):  # (rq, rj, k, iq, ij) -> (rq, k, iq, ij, rj)
+            p, _ = reorder_loops(p, qr.inner)
+        p, _ = reorder_loops(p, p.forward(qr.outer).body()[0])
+        p, _ = reorder_loops(p, qr.outer)  # -> (iq, rq, k, ij, rj)
+        p, _ = fuse(p, p.forward(zr.outer).parent(), qk_keys.outer)
+        p, tile = fuse(p, zr.outer, qr.outer)
+        keys, r0 = f"{QK_KEYS} * iq:{QK_KEYS} * iq + {QK_KEYS}", f"{base} + {rows} * rq"
+        name = "s_acc" if base == 0 else "s_tail"
+        p, acc = stage_mem(p, tile.fused.body(), f"S[{keys}, {r0}:{r0} + {rows}]", name)
+        # the rows outside the keys: the tile's rows of Qt (ROWS x D) stay in L1 while all
+        # the key tiles' K rows stream past (at head 128 all of Qt is 32 KiB, L1's size)
+        p, _ = reorder_loops(p, p.forward(tile.fused).parent())
+        tiles.append(
+            _Tile(acc, qr.inner, zr.inner, r0, rows, "Qt[k, ", "qt_v" if base == 0 else "qt_tail")
+        )
+    # 8. the PV micro-kernels: tiles of PV_HEADS head columns x ROWS rows in registers over
+    # the keys (the head columns past a multiple of PV_HEADS in a loop of their own, the rows
+    # past the last whole tile one tile)
+    p, _ = split(p, by_head.outer, PV_HEADS, ("dq", "dj"), tail="cut")
+    p, pv_rows = _split_rows(p, pv_keys.inner, query_tile, lifts=2)
+    for (base, rows), pr in zip(_row_blocks(query_tile), pv_rows, strict=True):
+        keys_loop = p.forward(pr.outer).parent()
+        for loop in (keys_loop.parent(), keys_loop.parent(), keys_loop):  # (dq, dj, ii, rq,
+            p, _ = reorder_loops(p, p.forward(loop))  # rj) -> (dq, rq, ii, dj, rj)
+        heads, r0 = f"{PV_HEADS} * dq:{PV_HEADS} * dq + {PV_HEADS}", f"{base} + {rows} * rq"
+        name = "o_acc" if base == 0 else "o_tail"
+        p, acc = stage_mem(p, p.forward(keys_loop), f"Ot[{heads}, {r0}:{r0} + {rows}]", name)
+        tiles.append(
+            _Tile(acc, pr.inner, None, r0, rows, "w[ii, ", "w_v" if base == 0 else "w_tail")
+        )
     # 9. the query tiles in parallel
     p, _ = parallelize_loop(p, qt.outer)
     if not vector or isa() is None:
         return p
     # 10. AVX2 instructions (on AVX-512 CPUs too), every vector one row of 8 lanes: the
     # micro-kernels' tiles in registers, fused multiply-adds with a broadcast of K (V)
-    qk_fma, qk_zero = qr.inner, zr.inner
-    for acc, fma in ((s_acc, qk_fma), (o_acc, pr.inner)):
-        p, ld = _lanes(p, acc.load.body()[0], "l")
-        p, st = _lanes(p, acc.store.body()[0], "s")
-        p, fm = _lanes(p, fma, "r")
-        p, zero_v = _lanes(p, qk_zero, "z") if acc is s_acc else (p, None)
-        p, _ = divide_dim(p, acc.alloc, 1, LANES)
+    for t in tiles:
+        # the vector operand (the tile's rows of Qt or w) loaded once per step of the
+        # reduction into registers that all the tile's FMAs share
+        window = f"{t.row}{t.r0}:{t.r0} + {t.rows}]"
+        p, vec = stage_mem(p, p.forward(t.fma).parent(), window, t.vector, memory=AVX2)
+        p, ld = _lanes(p, t.acc.load.body()[0], "l")
+        p, st = _lanes(p, t.acc.store.body()[0], "s")
+        p, vl = _lanes(p, vec.load, "q")
+        p, fm = _lanes(p, t.fma, "r")
+        p, zero_v = _lanes(p, t.zero, "z") if t.zero is not None else (p, None)
+        p, _ = divide_dim(p, t.acc.alloc, 1, LANES)
+        p, _ = divide_dim(p, vec.alloc, 0, LANES)
         p, _ = simplify(p)
-        p, _ = set_memory(p, acc.alloc, AVX2)
+        p, _ = set_memory(p, t.acc.alloc, AVX2)
         p, _ = replace(p, ld.inner, mm256_loadu_ps)
         p, _ = replace(p, st.inner, mm256_storeu_ps)
         if zero_v is not None:
             p, _ = replace(p, zero_v.inner, mm256_setzero_ps)
-        update = p.forward(fm.inner).body()[0]
-        p, _, rows_v, rest = _lane_operand(p, (update.rhs().lhs(),), "rl", "rows_v")
-        p, _ = replace(p, rows_v, mm256_loadu_ps)
-        p, _ = replace(p, rest, mm256_fmadd_ps_broadcast)
+        p, _ = replace(p, vl.inner, mm256_loadu_ps_reg)
+        p, _ = replace(p, fm.inner, mm256_fmadd_ps_broadcast)
     # 11. the running max of the rows in registers over the keys of a tile
     p, mv = stage_mem(p, outer[1], f"m[0:{query_tile}]", "m_v")
     p, ld = _lanes(p, mv.load, "l")
@@ -309,6 +345,9 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     p, _ = replace(p, rest, mm256_max_ps)
     # 12. the weights: the scores minus the guarded max, then exp, 8 rows at a time
     p, wx = _lanes(p, p.forward(outer[3]).body()[0], "r")
+    # the vectors of rows outside the keys: a vector's guarded max is the same for all keys
+    # (the compiler hoists it; with 8 vectors inside it recomputed it per key)
+    p, w_rows = reorder_loops(p, outer[3])
     update = p.forward(wx.inner).body()[0]
     p, _, score_v, _ = _lane_operand(p, (update.rhs().args()[0].lhs(),), "rl", "score_w")
     guard = p.forward(update).rhs().args()[0].rhs()
@@ -322,7 +361,57 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     p, _ = replace(p, arg_v, mm256_sub_guarded_ps)
     p, _ = replace(p, exp_v, mm256_exp_ps)
     p, _ = replace(p, store_w, mm256_storeu_ps)
+    # 13. the sums of the weights in the weights' loop (no pass of their own over w): each
+    # vector of rows' sums in a register over the keys, still in key order
+    p, lx = _lanes(p, p.forward(sums_l.outer).body()[0], "r")
+    p, l_rows = reorder_loops(p, sums_l.outer)
+    p, _ = fuse(p, w_rows.outer, l_rows.outer)
+    p, keys = fuse(p, w_rows.inner, l_rows.inner)
+    p, lv = stage_mem(p, keys.fused, f"l[{LANES} * rv:{LANES} * rv + {LANES}]", "l_v", memory=AVX2)
+    p, _ = replace(p, lv.load, mm256_loadu_ps)
+    p, _ = replace(p, lv.store, mm256_storeu_ps)
+    update = p.forward(lx.inner).body()[0]
+    p, _, w_l, acc_l = _lane_operand(p, (update.rhs(),), "rl", "w_l")
+    p, _ = replace(p, w_l, mm256_loadu_ps)
+    p, _ = replace(p, acc_l, mm256_acc_ps)
     return p
+
+
+class _Tile(NamedTuple):
+    """A micro-kernel of steps 7-8, for step 10: its staged accumulators, its FMA's and
+    zeroing's innermost (row) loops, its rows (``r0``, ``rows``), the window of its vector
+    operand up to the rows (``row``) and that operand's register name (``vector``)."""
+
+    acc: Any
+    fma: Any
+    zero: Any
+    r0: str
+    rows: int
+    row: str
+    vector: str
+
+
+def _row_blocks(query_tile: int) -> list[tuple[int, int]]:
+    """(first row, rows of a tile) of each block of rows of a query tile: whole tiles of
+    ``ROWS`` rows, then one tile of the rows past them."""
+    main = ROWS * (query_tile // ROWS)
+    rest = [(main, query_tile - main)] if query_tile > main else []
+    return ([(0, ROWS)] if main else []) + rest
+
+
+def _split_rows(p: Proc, loop: Any, query_tile: int, lifts: int) -> tuple[Proc, list[Any]]:
+    """``split`` a loop over the rows of a query tile into tiles (``rq``, ``rj``), one
+    ``SplitCursors`` per block of ``_row_blocks``; a second block's nest of its own
+    (``fission`` out of ``lifts`` loops)."""
+    blocks = _row_blocks(query_tile)
+    tail = "perfect" if len(blocks) == 1 else "cut"
+    p, main = split(p, loop, blocks[0][1], ("rq", "rj"), tail=tail)
+    if len(blocks) == 1:
+        return p, [main]
+    if lifts:
+        p, _ = fission(p, main.outer.after(), n_lifts=lifts)
+    p, rest = split(p, p.forward(main.tail), blocks[1][1], ("rq", "rj"), tail="perfect")
+    return p, [main, rest]
 
 
 def _lanes(p: Proc, loop: Any, name: str) -> tuple[Proc, Any]:

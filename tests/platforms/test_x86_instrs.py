@@ -22,7 +22,9 @@ from cursched.platforms.x86 import (
     mm256_broadcast_ss_scalar,
     mm256_exp_ps,
     mm256_fmadd_ps,
+    mm256_fmadd_ps_broadcast,
     mm256_loadu_ps,
+    mm256_loadu_ps_reg,
     mm256_maskload_ps,
     mm256_maskstore_ps,
     mm256_max_ps,
@@ -259,6 +261,42 @@ def test_broadcast_zero_fmadd() -> None:
     x, y = np.array([3.0, -2.0], np.float32), np.zeros(16, np.float32)
     p.compile()(x, y)
     assert y.tolist() == [-6.0] * 8 + [3.0] * 8
+
+
+@proc
+def reused(x: f32[16] @ DRAM, b: f32[4] @ DRAM, y: f32[4, 8] @ DRAM):
+    v: f32[8] @ AVX2
+    for i in seq(0, 8):
+        v[i] = x[8 + i]
+    for j in seq(0, 4):
+        acc: f32[8] @ AVX2
+        for i in seq(0, 8):
+            acc[i] = 0.0
+        for i in seq(0, 8):
+            acc[i] += v[i] * b[j]
+        for i in seq(0, 8):
+            y[j, i] = acc[i]
+
+
+def test_load_to_register_is_a_load_its_value_used_by_every_fma() -> None:
+    p = _replace_all(
+        reused,
+        [
+            ("i #0", mm256_loadu_ps_reg),
+            ("i #0", mm256_setzero_ps),
+            ("i #0", mm256_fmadd_ps_broadcast),
+            ("i #0", mm256_storeu_ps),
+        ],
+    )
+    f = p.compile()
+    assert '__asm__("" : "+x"(v));' in f.c_source  # the register pin
+    rng = np.random.default_rng(4)
+    x, b = rng.standard_normal(16).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    y, want = np.zeros((4, 8), np.float32), np.zeros((4, 8), np.float32)
+    f(x, b, y)
+    reused.interpret(x, b, want)
+    np.testing.assert_allclose(y, want, rtol=1e-6)
+    assert np.array_equal(y, b[:, None] * x[None, 8:])  # one product per lane: exact
 
 
 def test_masked_load_and_store_of_a_tail() -> None:

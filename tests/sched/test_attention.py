@@ -5,6 +5,7 @@ C), equivalence with the naive procs, patterns only at the start."""
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from types import ModuleType
 
@@ -14,6 +15,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from cursched import Memory, Proc
 from cursched.codegen.c.unit import generate_unit
+from cursched.platforms.x86 import isa
 from cursched.testing import assert_equivalent
 
 from .scripts import ROOT, assert_history_replays, load_module, run_file
@@ -35,7 +37,7 @@ def test_runs_as_a_file() -> None:
     out = run_file(SCRIPT)
     assert out.startswith("def attention_row(Nk: size")
     assert "ok: the attention row and flash attention 2 match numpy" in out
-    assert "# schedule of attention: 147 step(s)" in out
+    assert "# schedule of attention: 208 step(s)" in out
 
 
 def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
@@ -65,14 +67,31 @@ def test_flash_attention(script: ModuleType, flash: Proc, golden) -> None:  # ty
     # no allocation in the key loop but vector registers; K and V read in place
     keys = text.split("for io in seq(0, Nk / 64):", 1)[1].split("\n        for i", 1)[0]
     allocs = re.findall(r"(\w+): f32\[[^]]*\] @ (\w+)", keys)
-    assert {a for a, _ in allocs} >= {"s_acc", "o_acc", "m_v", "exp_w"}
+    tiles = {"s_acc", "s_tail", "o_acc", "o_tail", "qt_v", "qt_tail", "w_v", "w_tail"}
+    assert {a for a, _ in allocs} >= tiles | {"m_v", "exp_w"}
     assert {mem for _, mem in allocs} == {"AVX2"}
     assert "Kt" not in text and "Vt" not in text
-    # the micro-kernels: 4 keys (head columns) x 2 vectors of rows in registers
-    assert "s_acc: f32[4, 2, 8] @ AVX2" in text and "o_acc: f32[4, 2, 8] @ AVX2" in text
-    qk = "mm256_fmadd_ps_broadcast(s_acc[ij, rv, 0:8], rows_v[0:8], K[64 * io + 4 * iq + ij, k:k + 1])"
-    pv = "mm256_fmadd_ps_broadcast(o_acc[dj, rv, 0:8], rows_v[0:8], V[64 * io + ii, 4 * dq + dj:"
+    # the micro-kernels: 4 keys (head columns) x 3 vectors of rows in registers (rows 0-47
+    # of a query tile), x 2 vectors (rows 48-63), the vectors of rows loaded once per step of
+    # the reduction (k, ii) for all 4 broadcasts
+    for acc, vec, vectors in (("s", "qt", 3), ("o", "w", 3), ("s", "qt", 2), ("o", "w", 2)):
+        tile = "acc" if vectors == 3 else "tail"
+        assert f"{acc}_{tile}: f32[4, {vectors}, 8] @ AVX2" in text
+        assert f"{vec}_{'v' if vectors == 3 else 'tail'}: f32[{vectors}, 8] @ AVX2" in text
+    qk = "mm256_fmadd_ps_broadcast(s_acc[ij, rv, 0:8], qt_v[rv, 0:8], K[64 * io + 4 * iq + ij, k:k + 1])"
+    pv = "mm256_fmadd_ps_broadcast(o_acc[dj, rv, 0:8], w_v[rv, 0:8], V[64 * io + ii, 4 * dq + dj:"
     assert qk in text and pv in text
+    for step, vec, row, n, first in (
+        ("k", "qt_v", r"Qt\[k", 3, r"24 \* rq \+ 8 \* qv:"),
+        ("ii", "w_v", r"w\[ii", 3, r"24 \* rq \+ 8 \* qv:"),
+        ("k", "qt_tail", r"Qt\[k", 2, r"16 \* rq \+ 8 \* qv \+ 48:"),
+        ("ii", "w_tail", r"w\[ii", 2, r"16 \* rq \+ 8 \* qv \+ 48:"),
+    ):
+        load = (
+            rf"for {step} in seq\(0, \w+\):\n\s+{vec}: f32\[{n}, 8\] @ AVX2\n\s+for qv in"
+            rf" seq\(0, {n}\):\n\s+mm256_loadu_ps_reg\({vec}\[qv, 0:8\], {row}, {first}"
+        )
+        assert re.search(load, text), load
     for op in ("mm256_max_ps(m_v[rv, 0:8]", "mm256_sub_guarded_ps(", "mm256_exp_ps(exp_w"):
         assert op in text
     assert script.check_flash(p, 64, 64, 3, compiled=False, seed=1) == []
@@ -87,6 +106,10 @@ def test_flash_attention_other_tiles(script: ModuleType) -> None:
     assert "for rr in seq(0, 16):" in str(q) and "for iq in seq(0, 4):" in str(q)
     assert script.check_flash(q, 32, 48, 16, compiled=True, seed=5) == []
     assert_equivalent(base, q, sizes={"Nq": 16, "Nk": 32, "D": 5}, trials=1)
+    # a query tile of 32 rows: a 24-row tile, then one of 8 rows (one vector)
+    r = script.schedule_flash(script.attention, key_tile=64, query_tile=32)
+    assert "s_tail: f32[4, 1, 8] @ AVX2" in str(r) or isa() is None
+    assert script.check_flash(r, 64, 128, 19, compiled=True, seed=6) == []
 
 
 def test_flash_attention_independent_of_the_thread_count(script: ModuleType, flash: Proc) -> None:
@@ -165,13 +188,34 @@ def test_vector_instructions_in_the_inner_loops_of_the_c(flash: Proc) -> None:
     c = generate_unit("fa", [flash.ir()]).c_source
     # the micro-kernels' bodies: fused multiply-adds with a broadcast, tiles of registers
     for call in (
-        "s_acc[ij][rv] = _mm256_fmadd_ps(rows_v, _mm256_broadcast_ss((K + ",
-        "o_acc[dj][rv] = _mm256_fmadd_ps(rows_v, _mm256_broadcast_ss((V + ",
+        "s_acc[ij][rv] = _mm256_fmadd_ps(qt_v[rv], _mm256_broadcast_ss((K + ",
+        "o_acc[dj][rv] = _mm256_fmadd_ps(w_v[rv], _mm256_broadcast_ss((V + ",
+        'qt_v[qv] = _mm256_loadu_ps((Qt + (k * 64 + 24 * rq + 8 * qv))); __asm__("" : "+x"(qt_v[qv]));',
+        'w_v[qv] = _mm256_loadu_ps((w + (ii * 64 + 24 * rq + 8 * qv))); __asm__("" : "+x"(w_v[qv]));',
         "m_v[rv] = _mm256_blendv_ps(_mm256_max_ps(m_v[rv], score_v)",
         "exp_w = cs_exp256_ps(arg_w);",
-        "__m256 s_acc[4][2];",
-        "__m256 o_acc[4][2];",
+        "__m256 s_acc[4][3];",
+        "__m256 o_acc[4][3];",
+        "__m256 s_tail[4][2];",
+        "__m256 o_tail[4][2];",
     ):
         assert call in c, call
     assert "cs_fmax_float(" not in c  # no scalar running max left
     assert c.count("expf(") == 1  # the one scalar exp: the correction, once per tile and row
+
+
+def _inner_loops() -> ModuleType:
+    return load_module(ROOT / "tools" / "inner_loops.py", "inner_loops_tool")
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="needs objdump (binutils)")
+@pytest.mark.skipif(isa() is None, reason="this CPU lacks AVX2+FMA")
+def test_micro_kernels_keep_their_operands_in_registers(flash: Proc) -> None:
+    # the compiled inner loops of QK^T and PV (whole tiles, then the tiles of rows 48-63):
+    # per step 12 (8) FMAs, 4 broadcasts (the keys or head columns) and 3 (2) vector loads
+    # (the rows), no store (no accumulator in memory); gcc folding the rows' loads into the
+    # FMAs read a vector per FMA instead
+    loops = _inner_loops().fma_loops(str(flash.compile().lib_path))
+    kernels = [lp for lp in loops if lp.broadcasts == 4 and lp.stores == 0]
+    counts = sorted((lp.fmas, lp.vector_loads) for lp in kernels)
+    assert counts == [(8, 2), (8, 2), (12, 3), (12, 3)], "\n".join(lp.summary() for lp in loops)

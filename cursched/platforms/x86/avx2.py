@@ -30,6 +30,7 @@ __all__ = [
     "mm256_fmadd_ps_broadcast",
     "mm256_loadu_ps",
     "mm256_loadu_ps_prefetch",
+    "mm256_loadu_ps_reg",
     "mm256_mask_fmadd_ps_broadcast",
     "mm256_maskload_ps",
     "mm256_maskstore_ps",
@@ -60,6 +61,18 @@ def mm256_loadu_ps(dst: [f32][8] @ AVX2, src: [f32][8] @ DRAM):
 def mm256_loadu_ps_prefetch(dst: [f32][8] @ AVX2, src: [f32][8] @ DRAM):
     # the load, and a hint to fetch the line 1 KiB ahead (a packed panel read in order):
     # a prefetch never faults nor changes memory, so the meaning is the load's
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    for i in seq(0, 8):
+        dst[i] = src[i]
+
+
+@instr('{dst} = _mm256_loadu_ps({src}); __asm__("" : "+x"({dst}));')
+def mm256_loadu_ps_reg(dst: [f32][8] @ AVX2, src: [f32][8] @ DRAM):
+    # the load, its result pinned in a register: gcc otherwise folds a load into the memory
+    # operand of each of its uses, re-reading the vector once per use (a register tile's
+    # operand used by 4 FMAs became 4 loads); the empty asm changes nothing, so the meaning
+    # is the load's
     assert stride(src, 0) == 1
     assert stride(dst, 0) == 1
     for i in seq(0, 8):
