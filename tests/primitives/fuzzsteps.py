@@ -35,7 +35,7 @@ from cursched.cursors import (
     StmtCursor,
     WindowStmtCursor,
 )
-from cursched.ir.nodes import CUDA_AXES, Assign, BinOp, For, Read, Reduce, Stmt
+from cursched.ir.nodes import CUDA_AXES, Alloc, Assign, BinOp, For, Read, Reduce, Stmt
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr, walk_stmts
 from cursched.ir.types import TensorType
@@ -249,7 +249,12 @@ def _stage_mem(f: Any, p: Proc, data: st.DataObject) -> Any:
     found = accesses(b.stmts())
     name, idx = pick(data, found)
     parts = []
-    shape = p.find_alloc_or_arg(name).shape()  # type: ignore[attr-defined]
+    # the access's own buffer: two allocations may share a name (a block copied by
+    # specialize, then one copy's buffer reshaped), so the name alone is not enough
+    shape = [s for s in _shapes(p, name) if len(s) == len(idx)]
+    if not shape:
+        raise NoTarget
+    shape = shape[0]
     for i, size in zip(idx, shape, strict=True):
         how = data.draw(st.integers(0, 3))
         if how == 0:
@@ -262,6 +267,14 @@ def _stage_mem(f: Any, p: Proc, data: st.DataObject) -> Any:
             parts.append(f"{lo}:{lo} + {w}")
     window = f"{name}[{', '.join(parts)}]"
     return f(p, b, window, "stg", accum=data.draw(st.integers(0, 3)) == 0)
+
+
+def _shapes(p: Proc, name: str) -> list[tuple[Any, ...]]:
+    """The shapes of every buffer named ``name`` in ``p`` (allocations, then parameters)."""
+    ir = p.ir()
+    types = [s.type for s in walk_stmts(ir.body) if isinstance(s, Alloc) and s.sym.name == name]
+    types += [a.type for a in ir.args if a.sym.name == name]
+    return [t.shape if isinstance(t, TensorType) else () for t in types]
 
 
 def _lift_alloc(f: Any, p: Proc, data: st.DataObject) -> Any:
