@@ -33,6 +33,7 @@ tests/primitives/test_soundness_fuzz.py``.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import signal
 import sys
 import time
@@ -76,6 +77,8 @@ def main() -> None:
         nonlocal stopped
         stopped = True
 
+    # kill -USR1 PID: where it is now (a schedule that takes long), on stderr
+    faulthandler.register(signal.SIGUSR1)
     # kill PID (or ^C): the schedule running ends, then the shard is written
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)

@@ -63,6 +63,7 @@ class Shard:
     accepted: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)  # "prim: ErrorClass" -> count
     no_target: dict[str, int] = field(default_factory=dict)  # drawn, nothing to apply to
+    slowest: list[tuple[float, int]] = field(default_factory=list)  # (seconds, index), top 10
     mismatches: list[str] = field(default_factory=list)
     # key "prim | class | first line" -> {count, index, text, log, notes, traceback}
     findings: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -192,8 +193,10 @@ def run_shard(
     for index in range(start, start + count):
         if stop():
             break
+        t = time.perf_counter()
         last = _one(shard, index, verbose)
         shard.done += 1
+        shard.slowest = sorted([*shard.slowest, (round(time.perf_counter() - t, 2), index)])[-10:]
         if last is not None and compile_every and index % compile_every == 0:
             pending.append((index, last))
             if len(pending) >= batch:
@@ -219,6 +222,7 @@ def read_shard(path: Path) -> Shard:
     raw = json.loads(path.read_text())
     if raw.get("format") != FORMAT:
         raise ValueError(f"{path}: not a shard of format {FORMAT}")
+    raw["slowest"] = [tuple(x) for x in raw.get("slowest", [])]
     return Shard(**raw)
 
 
