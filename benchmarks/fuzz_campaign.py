@@ -53,6 +53,7 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--merge", type=Path, nargs="+", help="sum these shard files instead")
     ap.add_argument("--compile-every", type=int, default=10, help="compile one in N")
     ap.add_argument("--batch", type=int, default=40, help="procs per C unit (default 40)")
+    ap.add_argument("--tries", type=int, default=3, help="calls a step makes until one is accepted")
     ap.add_argument("--time-limit", type=float, default=0, help="stop after S seconds")
     ap.add_argument("--progress", type=int, default=500, help="a line every N schedules")
     ap.add_argument("--verbose", action="store_true", help="print each schedule's calls")
@@ -93,6 +94,7 @@ def main() -> None:
         args.count,
         compile_every=args.compile_every,
         batch=args.batch,
+        tries=args.tries,
         stop=stop,
         progress=args.progress,
         verbose=args.verbose,

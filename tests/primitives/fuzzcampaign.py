@@ -17,6 +17,7 @@ and one in ``compile_every`` (by index) has its last accepted proc compiled with
 from __future__ import annotations
 
 import collections
+import hashlib
 import itertools
 import json
 import os
@@ -60,6 +61,8 @@ class Shard:
     cpu_seconds: float = 0.0  # this process's CPU time (the machine may be loaded)
     commit: str = ""
     only: str = ""  # CURSCHED_FUZZ_ONLY: a restricted run (never a campaign's verdict)
+    tries: int = 1  # calls a step may make until one is accepted (run_schedule)
+    fuzzer: str = ""  # digest of the fuzzer's source (fuzzer_digest): one campaign, one value
     accepted: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)  # "prim: ErrorClass" -> count
     no_target: dict[str, int] = field(default_factory=dict)  # drawn, nothing to apply to
@@ -68,6 +71,26 @@ class Shard:
     # key "prim | class | first line" -> {count, index, text, log, notes, traceback}
     findings: dict[str, dict[str, Any]] = field(default_factory=dict)
     format: int = FORMAT
+
+
+#: the files that define what schedule ``i`` of seed ``S`` is (and how it is checked)
+FUZZER_FILES = (
+    "fuzzgen.py",
+    "fuzzsteps.py",
+    "fuzzrandom.py",
+    "fuzzcompile.py",
+    "fuzzcampaign.py",
+    "test_soundness_fuzz.py",
+)
+
+
+def fuzzer_digest() -> str:
+    """A digest of the fuzzer's source: shards of one campaign must share it (the library
+    may change between shards, which is what a campaign checks; the schedules may not)."""
+    h = hashlib.sha256()
+    for name in FUZZER_FILES:
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _commit() -> str:
@@ -110,7 +133,7 @@ def _one(shard: Shard, index: int, verbose: bool = False) -> Proc | None:
     if verbose:
         print(f"schedule {index}:\n{text}", end="", flush=True)
     try:
-        run_schedule(text, data, log, got, missed)  # type: ignore[arg-type]
+        run_schedule(text, data, log, got, missed, tries=shard.tries)  # type: ignore[arg-type]
     except GeneratorMiss:
         shard.invalid += 1
         return None
@@ -171,6 +194,7 @@ def run_shard(
     *,
     compile_every: int = 10,
     batch: int = 40,
+    tries: int = 3,
     stop: Callable[[], bool] = lambda: False,
     progress: int = 0,
     verbose: bool = False,
@@ -180,13 +204,15 @@ def run_shard(
     Args:
         compile_every: schedule ``i`` with ``i % compile_every == 0`` is also compiled.
         batch: procs per C unit.
+        tries: calls a step may make until one is accepted (``run_schedule``).
         stop: polled before each schedule; True ends the shard early (``done`` says where).
         progress: print a line every ``progress`` schedules (0: never).
         verbose: print each schedule's proc and calls.
     """
     prim_settings.verify = True
+    only = os.environ.get("CURSCHED_FUZZ_ONLY", "")
     shard = Shard(
-        seed, start, count, commit=_commit(), only=os.environ.get("CURSCHED_FUZZ_ONLY", "")
+        seed, start, count, commit=_commit(), only=only, tries=tries, fuzzer=fuzzer_digest()
     )
     t0, c0 = time.perf_counter(), time.process_time()
     pending: list[tuple[int, Proc]] = []
@@ -241,6 +267,12 @@ def _check_ranges(shards: list[Shard]) -> list[str]:
     seeds = {s.seed for s in shards}
     if len(seeds) > 1:
         problems.append(f"shards of different seeds {sorted(seeds)}: not one campaign")
+    tries = {s.tries for s in shards}
+    if len(tries) > 1:
+        problems.append(f"shards of different --tries {sorted(tries)}: not one campaign")
+    fuzzers = {s.fuzzer for s in shards}
+    if len(fuzzers) > 1:
+        problems.append(f"shards of different fuzzer sources {sorted(fuzzers)}: not one campaign")
     ranges = sorted((s.start, s.start + s.done) for s in shards)
     for (a0, a1), (b0, b1) in itertools.pairwise(ranges):
         if b0 < a1:
@@ -306,6 +338,8 @@ def table(m: Merged, min_accepted: float = MIN_ACCEPTED) -> str:
         f"mismatches: {sum(len(s.mismatches) for s in sh)}",
         f"findings (unsound acceptances, crashes, untyped errors): "
         f"{sum(len(s.findings) for s in sh)}",
+        f"fuzzer {sorted({s.fuzzer for s in sh})}, tries {sorted({s.tries for s in sh})}, "
+        f"commits {sorted({s.commit for s in sh})}",
         "",
         f"| primitive | accepted | per 5,000 | (need >= {min_accepted * m.done:.0f}) |",
         "|---|---|---|---|",

@@ -410,7 +410,7 @@ def _rare_shape(draw: st.DrawFn, sc: Scope, names: Names, kind: str) -> list[str
         return lines
     if kind == "scan":  # s = running sum of x over a constant (tree_scan) or any range
         acc, i = names.fresh("acc"), names.fresh("i")
-        hi = draw(st.sampled_from(["4", "8", "4", "n", "m"] if grows(sc) else ["4", "8"]))
+        hi = draw(st.sampled_from(["4", "8", "4", "8", "n", "m"] if grows(sc) else ["4", "8"]))
         src, dst = draw(st.sampled_from([("x", "y"), ("y", "x")]))
         sc.scalars.append(acc)
         return [
@@ -553,8 +553,9 @@ def scan_pair(draw: st.DrawFn, names: Names) -> list[str]:
 
 
 RARE_SHAPES = [
-    *("halves", "reuse", "double", "kernel", "kernel", "scan", "scan", "config", "config"),
-    *("scaled", "fold", "fold", "twins", "dead", "const", "perfect"),
+    *("halves", "reuse", "double", "twins", "dead", "const", "perfect"),
+    *("kernel", "kernel", "kernel", "scan", "scan", "scan", "config", "config", "config"),
+    *("scaled", "scaled", "fold", "fold"),
 ]
 
 ASSERTS = ["n >= 1", "n % 4 == 0", "n % 2 == 0 and n >= 2", "n >= 3"]

@@ -57,6 +57,8 @@ def test_merge_refuses_what_would_miscount(tmp_path: Path) -> None:
     assert any("overlap" in p for p in fc.merge([base, overlap]).problems)
     other_seed = dataclasses.replace(later, seed=2)
     assert any("seeds" in p for p in fc.merge([base, other_seed]).problems)
+    other_fuzzer = dataclasses.replace(later, fuzzer="0123")
+    assert any("fuzzer" in p for p in fc.merge([base, other_fuzzer]).problems)
     restricted = dataclasses.replace(later, only="split")
     assert any("restricted" in p for p in fc.merge([base, restricted]).problems)
 

@@ -223,13 +223,16 @@ def run_schedule(
     log: list[str],
     accepted: list[Proc] | None = None,
     missed: list[str] | None = None,
+    tries: int = 1,
 ) -> None:
     """Apply a random sequence of primitives to the proc of ``text``, checking each step.
 
     ``log`` receives each call made (accepted or not); a finding carries a note with the proc
     before the failing step and the call, the start of its minimisation. ``accepted``, when
     given, receives the proc of every accepted step (for ``fuzzcompile.compare_compiled``);
-    ``missed`` the name of each primitive drawn that had no target.
+    ``missed`` the name of each primitive drawn that had no target. A step whose call is
+    refused draws another call, up to ``tries`` calls (a campaign's schedules then reach more
+    accepted steps; every call, refused or not, is made and checked the same way).
     """
     try:
         original = make(text)
@@ -242,7 +245,10 @@ def run_schedule(
     p = original
     replayable = True
     for _ in range(data.draw(st.integers(1, MAX_STEPS), label="number of steps")):
-        made = _draw_step(steps, p, data, log, missed)
+        for _ in range(tries):
+            made = _draw_step(steps, p, data, log, missed)
+            if made is not None:
+                break
         if made is None:
             continue
         name, new, cursors = made
