@@ -2,9 +2,13 @@
 and its flash attention (sched/cuda_flash_attention.py) against torch's
 scaled_dot_product_attention, measured in the same run, best of N, printed as ratios.
 
-Run it with ``python benchmarks/cuda.py [--sizes 1024,2048] [--repeat 20]``. Without a GPU
+Run it with ``python benchmarks/cuda.py [--sizes 1024,2048] [--seqs 333,1024,4096]
+[--repeat 20]``, or ``python benchmarks/cuda.py --quick`` (sgemm 1024, sequence lengths 333
+and 1024, 5 repeats). On the GPU every timed result is first checked (sgemm against cuBLAS,
+attention against numpy in float64 with ``sched/attention.py``'s tolerances). Without a GPU
 (cupy missing or ``cupy.is_available()`` false) it says so and exits 0; the kernels are still
-checked in the CPU emulation at a small size, so the script is exercised everywhere.
+checked in the CPU emulation at small sizes (attention at sequence length 333), so the
+script is exercised everywhere.
 """
 
 from __future__ import annotations
@@ -55,12 +59,22 @@ def _time_gpu(fn: object, repeat: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1024,2048,4096", help="square sizes, comma-separated")
+    ap.add_argument("--seqs", default="333,1024,4096", help="attention sequence lengths")
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="sizes 1024, seqs 333,1024, 5 repeats")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.seqs, args.repeat = "1024", "333,1024", 5
     sg = _load("cuda_sgemm")
     p = sg.schedule(sg.sgemm)
     err = sg.check(p.compile(target="cuda-emulated"), 100, 77, 130)
     print(f"emulated sgemm 100x77x130: relative error {err:.1e}")
+    fa = _load("cuda_flash_attention")
+    bad = fa.check(fa.schedule_flash(fa.attention).compile(target="cuda-emulated"), 333, 333)
+    print(f"emulated flash attention 333 x 333: {'; '.join(bad) or 'matches numpy'}")
+    if err > 1e-4 or bad:
+        print("the emulated kernels differ from numpy", file=sys.stderr)
+        return 1
     if not _gpu():
         print("no GPU: cupy is not installed or finds no device; nothing to time (exit 0)")
         return 0
@@ -83,14 +97,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         gflops = 2 * n**3 / ours / 1e9
         print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>10.3f} {ours / ref:>16.2f} {gflops:>8.0f}")
-    return _attention(args.repeat)
+    return _attention(fa, [int(s) for s in args.seqs.split(",")], args.repeat)
 
 
-def _attention(repeat: int) -> int:
+def _attention(fa: ModuleType, seqs: list[int], repeat: int) -> int:
     """Flash attention (head dimension 64) against torch SDPA, when torch sees the GPU."""
     import cupy
 
-    fa = _load("cuda_flash_attention")
     f = fa.schedule_flash(fa.attention).compile(target="cuda")
     try:
         import torch
@@ -100,7 +113,11 @@ def _attention(repeat: int) -> int:
     if torch is None or not torch.cuda.is_available():
         print("torch has no CUDA device: flash attention timed without a peer")
     print(f"{'seq':>6} {'cursched ms':>12} {'torch SDPA ms':>14} {'cursched/torch':>15}")
-    for n in (1024, 4096):
+    for n in seqs:
+        bad = fa.check(f, n, n, gpu=True)
+        if bad:
+            print(f"seq {n}: differs from numpy: {'; '.join(bad)}", file=sys.stderr)
+            return 1
         x = fa.inputs(n, n)
         q, k, v = (cupy.asarray(x[c]) for c in "QKV")
         o, lse = cupy.empty((n, 64), cupy.float32), cupy.empty(n, cupy.float32)

@@ -1,11 +1,18 @@
-"""Row softmax as one CUDA kernel: the max and the sum fused into one online pass with
-``scan_fuse``, one thread per row, the running values in REGISTER.
+"""Row softmax as one CUDA kernel, a warp of 32 threads per row: the max and the sum fused
+into one online pass with ``scan_fuse``, that pass split by ``split_online`` into one online
+pass per thread over the strided columns ``j = 32 * jo + t`` (coalesced: consecutive threads
+read consecutive columns), the threads' partial (max, sum) pairs in SHARED folded by a tree
+reduction (5 levels of 16, 8, 4, 2, 1 threads, each pair rescaled to the larger max), the
+row's max and sum taken from the tree's root by every thread (uniform values in REGISTER),
+and the output written by the 32 threads over the same strided columns. ``insert_barriers``
+places the barriers (one after the partial pairs and after each level).
 
 Run it with ``python sched/cuda_online_softmax.py``: it prints the final proc and its kernel,
 runs the kernel in the CPU emulation (both thread orders) on 333 rows of 77 columns (rows
-starting with ``-inf`` and rows of equal values included) and checks it against numpy in
-float64; on a machine with a GPU and cupy it also runs it there. The only pattern is the
-first step's (the two reduction loops); every later step uses returned cursors.
+starting with ``-inf`` and rows of equal values included) and on 45 rows of 5 columns (fewer
+columns than threads), and checks it against numpy in float64; on a machine with a GPU and
+cupy it also runs it there. The only pattern is the first step's (the three column loops);
+every later step uses returned cursors.
 """
 
 from __future__ import annotations
@@ -14,9 +21,23 @@ import sys
 
 import numpy as np
 
-from cursched import GLOBAL, REGISTER, Proc, bind_loop, proc, scan_fuse, scope, set_memory, split
+from cursched import (
+    GLOBAL,
+    REGISTER,
+    SHARED,
+    Proc,
+    bind_loop,
+    insert_barriers,
+    proc,
+    reorder_loops,
+    scan_fuse,
+    scope,
+    set_memory,
+    split,
+    split_online,
+)
 
-ROWS_PER_BLOCK = 64
+ROW_THREADS = 32  # the threads of a row: one warp
 
 
 @proc
@@ -35,23 +56,38 @@ def softmax(R: size, C: size, x: f32[R, C] @ GLOBAL, y: f32[R, C] @ GLOBAL):
 
 
 def schedule(p: Proc) -> Proc:
-    """One online pass per row (``scan_fuse``), rows over threads and blocks."""
-    # the only pattern: the max loop and the sum loop
-    first, second = p.find_loop("j", many=True)[:2]
+    """One online pass per row (``scan_fuse``) split over a warp (``split_online``), one
+    block per row."""
+    # the only pattern: the max loop, the sum loop and the output loop
+    first, second, out = p.find_loop("j", many=True)
+    row = out.parent()
     # m is the running max, s the sum rescaled by exp(m_old - m) when m grows
     p, fused = scan_fuse(p, first, second)
-    # every value of the pass is private to its row's thread: registers
-    row = fused.fused.parent()
-    for alloc in (fused.saved[0], fused.factor[0]):
+    # thread t runs the same online pass over the columns 32 * jo + t; the row's pair is the
+    # fold of the threads' pairs
+    p, warp = split_online(p, fused.fused, ROW_THREADS, ("t", "jo"), tree=True)
+    # the output over the same strided columns, the thread loop outside
+    p, cols = split(p, out, ROW_THREADS, ("jo", "t"), tail="guard")
+    p, by_thread = reorder_loops(p, cols.outer)
+    # the partial pairs are what the threads share; every other value is a register: the
+    # locals per thread, the row's max and sum (and the fold's) the same on every thread
+    for part in warp.parts:
+        p, _ = set_memory(p, part, SHARED)
+    local, fold = warp.local.body(), warp.combine.body()
+    news = tuple(level.body()[0] for level in warp.levels)
+    regs = (fused.saved[0], fused.factor[0], local[0], local[2], *news, fold[0], fold[3])
+    for alloc in regs:
         p, _ = set_memory(p, alloc, REGISTER)
     for name in ("m", "s"):
         p, _ = set_memory(p, name, REGISTER)
-    # rows: 64 per block, one per thread; the guard keeps the ragged last block in bounds
-    p, sr = split(p, row, ROWS_PER_BLOCK, ("rb", "rt"), tail="guard")
-    p, k = scope(p, sr.outer, "softmax_rows", target="cuda")
-    p, _ = bind_loop(p, sr.outer, "blockIdx.x")
-    p, _ = bind_loop(p, sr.inner, "threadIdx.x")
-    del k
+    # one block per row, the warp's threads over the columns
+    p, k = scope(p, row, "softmax_rows", target="cuda")
+    p, _ = bind_loop(p, row, "blockIdx.x")
+    for nest in (warp.local, *warp.levels, by_thread.outer):
+        p, _ = bind_loop(p, nest, "threadIdx.x")
+    # each level of the tree reads what the previous level's threads wrote, the fold what
+    # the last level wrote: one barrier after each
+    p, _ = insert_barriers(p, k.scope)
     return p
 
 
@@ -104,13 +140,15 @@ def main() -> int:
     p = schedule(softmax)
     print(p)
     print(p.cuda_source())
-    err = check(p.compile(target="cuda-emulated", check_races=True), 333, 77)
-    print(f"emulated 333 rows x 77: max |y - numpy| = {err:.1e}")
+    f = p.compile(target="cuda-emulated", check_races=True)
+    err = max(check(f, 333, 77), check(f, 45, 5))
+    print(f"emulated 333 rows x 77 and 45 x 5: max |y - numpy| = {err:.1e}")
     if not err <= 1e-6:
         print("MISMATCH with numpy", file=sys.stderr)
         return 1
     if gpu_available():
-        gerr = check(p.compile(target="cuda"), 333, 77, gpu=True)
+        g = p.compile(target="cuda")
+        gerr = max(check(g, 333, 77, gpu=True), check(g, 45, 5, gpu=True))
         print(f"GPU: max |y - numpy| = {gerr:.1e}")
         if not gerr <= 1e-6:
             return 1

@@ -102,6 +102,7 @@ HEADERS: dict[str, str] = {
 # Examples that are not programs, and why.
 ILLUSTRATIVE: dict[str, str] = {
     "split_scan": "the diagram elides the allocations, the guard and the carry loop's body",
+    "split_online": "the diagram elides the copies of the online step in both new loops",
     "rename": "the diagram elides the proc with `...`",
     # shown by tests/primitives/test_configs.py and test_exo_parity.py instead
     "bind_config": "needs a @config class, which the example environment does not have",

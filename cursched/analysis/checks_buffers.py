@@ -25,6 +25,7 @@ from typing import TypeAlias
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.analysis.checks import SafetyError
+from cursched.analysis.context import loop_props
 from cursched.analysis.effects import Access
 from cursched.errors import NotProvenError
 from cursched.ir.symbols import Sym
@@ -159,6 +160,63 @@ def covered(
     return False
 
 
+def _cond_props(a: Access, env: af.Rename | None = None) -> list[af.Prop] | None:
+    """``a``'s guards as facts (None when one is not affine)."""
+    out: list[af.Prop] = []
+    for cond, taken in a.conds:
+        p = af.to_prop(cond, env)
+        if p is None:
+            return None
+        out.append(p if taken else af.Not(p))
+    return out
+
+
+def covers_read(write: Access, read: Access, context: Sequence[af.Prop]) -> bool:
+    """Whether ``write`` provably writes every element ``read`` reads, element by element:
+    the guarded counterpart of ``covered`` (a write under ``if 16 * io + ii < n`` covers the
+    reads under the same guard, which no box of the write's can show).
+
+    For each instance of the read (its loops' ranges and its guards are facts), the write's
+    instance that would write the element is unique (each of its loop variables is the index
+    of one dimension with coefficient 1, every loop variable used), so "some instance of the
+    write writes it" is quantifier-free: that instance's loop variables, renamed fresh, are
+    fixed by equalities, and they must lie in the write's loop ranges and satisfy its guards.
+    """
+    if write.kind != "write" or len(write.idx) != len(read.idx):
+        return False
+    mine = _loop_syms(write)
+    env: dict[Sym, Sym] = {v: Sym(f"{v.name}_w") for v in mine}
+    hyps: list[af.Prop] = list(context)
+    for lp in read.loops:
+        hyps.extend(loop_props(lp))
+    rconds = _cond_props(read)
+    wconds = _cond_props(write, env)
+    if rconds is None or wconds is None:
+        return False
+    hyps.extend(rconds)
+    used: set[Sym] = set()
+    for wi, ri in zip(write.idx, read.idx, strict=True):
+        x, y = af.to_aff(wi), af.to_aff(ri)
+        if x is None or y is None:
+            return False
+        vs = list(x.syms() & mine)
+        if len(vs) > 1 or (vs and (vs[0] in used or x.coeff(vs[0]) != 1)):
+            return False
+        used.update(vs)
+        renamed = af.to_aff(wi, env)
+        assert renamed is not None
+        hyps.append(af.Eq(renamed - y))  # the write's instance writing the read element
+    if used != mine:
+        return False
+    goals = [*wconds]
+    for lp in write.loops:
+        lo, hi = af.to_aff(lp.lo), af.to_aff(lp.hi)
+        if lo is None or hi is None or not (_free(lo, mine) and _free(hi, mine)):
+            return False
+        goals.extend(loop_props(lp, env))
+    return smt.valid(af.And(tuple(goals)), hyps).ok
+
+
 def uncovered_point(
     writes: Sequence[Access],
     region: Region,
@@ -196,6 +254,7 @@ __all__ = [
     "Region",
     "cover_goal",
     "covered",
+    "covers_read",
     "region_of",
     "uncovered_point",
 ]

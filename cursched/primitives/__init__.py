@@ -78,6 +78,7 @@ from cursched.primitives.loops import (
 from cursched.primitives.registry import PrimCursors, primitive, settings
 from cursched.primitives.scans import (
     scan_fuse,
+    split_online,
     split_scan,
     tree_scan,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "sink_alloc",
     "specialize",
     "split",
+    "split_online",
     "split_scan",
     "split_write",
     "stage_mem",

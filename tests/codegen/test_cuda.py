@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,48 @@ def test_data_code_outside_kernels_is_refused() -> None:
         mixed.cuda_source()
 
 
+@proc
+def steps(n: size, k: size, x: f32[n] @ GLOBAL, y: f32[k, n] @ GLOBAL):
+    for it in seq(0, k):
+        with scope("step", target="cuda"):
+            for b in par(0, (n + 31) / 32, axis="blockIdx.x"):
+                for t in par(0, 32, axis="threadIdx.x"):
+                    if 32 * b + t < n:
+                        x[32 * b + t] = 2.0 * x[32 * b + t] + 1.0
+                        y[it, 32 * b + t] = x[32 * b + t]
+
+
+def test_host_loop_launches_a_kernel_per_iteration() -> None:
+    """A sequential loop outside the kernels launches them once per iteration, in order;
+    the kernel gets the loop variable as a trailing parameter. (The kernel's name, ``step``,
+    is also a libc function: the emulation's launcher must still call the kernel.)"""
+    src = steps.cuda_source()
+    assert "step(int_fast64_t n, int_fast64_t k, float *__restrict__ x, " in src
+    assert "float *__restrict__ y, int_fast64_t it)" in src
+    f = steps.compile(target="cuda-emulated", check_races=True)
+    x0 = np.linspace(-1, 1, 45, dtype=np.float32)
+    x, y = x0.copy(), np.full((3, 45), np.nan, np.float32)
+    f(45, 3, x, y)
+    want = [x0 * 2 + 1]
+    for _ in range(2):
+        want.append(want[-1] * 2 + 1)
+    np.testing.assert_array_equal(y, np.stack(want))
+    np.testing.assert_array_equal(x, want[-1])
+
+
+def test_parallel_host_loop_is_refused() -> None:
+    @proc
+    def par_steps(n: size, x: f32[n] @ GLOBAL):
+        assert n >= 32
+        for it in par(0, 2):  # noqa: B007
+            with scope("k", target="cuda"):
+                for t in par(0, 32, axis="threadIdx.x"):
+                    x[t] = 1.0
+
+    with pytest.raises(CodegenError, match=r"`for it in par\(0, 2\):` is outside every cuda"):
+        par_steps.cuda_source()
+
+
 def test_no_kernel_is_refused() -> None:
     @proc
     def nothing(n: size, x: f32[n] @ GLOBAL):
@@ -269,6 +312,30 @@ def test_emulator_reports_a_divergent_barrier() -> None:
     f = divergent.compile(target="cuda-emulated", unsafe_skip_checks=True)
     with pytest.raises(BarrierDivergenceError, match="16 thread"):
         f(32, np.zeros(32, np.float32))
+
+
+@proc
+def two_barriers(n: size, x: f32[n] @ GLOBAL):
+    assert n >= 32
+    with scope("k", target="cuda"):
+        for t in par(0, 32, axis="threadIdx.x"):
+            if t < 16:
+                sync_threads()
+            else:
+                sync_threads()
+            x[t] = 0.0
+
+
+def test_emulator_does_not_merge_two_barriers() -> None:
+    """Threads waiting at two different barriers at once are a divergence, not one barrier
+    reached by all (the error names both lines of the .cu text)."""
+    f = two_barriers.compile(target="cuda-emulated", unsafe_skip_checks=True)
+    src = two_barriers.cuda_source(unsafe_skip_checks=True).splitlines()
+    with pytest.raises(BarrierDivergenceError, match="threads 0 and 16") as e:
+        f(32, np.zeros(32, np.float32))
+    lines = [int(x) for x in re.findall(r"lines (\d+) and (\d+)", str(e.value))[0]]
+    assert len(lines) == 2 and lines[0] != lines[1]
+    assert all("__syncthreads();" in src[k - 1] for k in lines)
 
 
 def test_arguments_are_checked_before_any_launch() -> None:

@@ -314,6 +314,8 @@ def shaped(draw: st.DrawFn, sc: Scope, names: Names, kind: str | None = None) ->
     )
     if kind in ("kernel", "scan", "config"):
         return draw(_rare_shape(sc, names, kind))
+    if kind == "online":
+        return draw(online_loop(names))
     if kind == "twins":  # two loops with equal bounds: fuse, join_loops
         head, inner = draw(loop_header(sc, names))
         v = head.split()[1]
@@ -526,6 +528,31 @@ def stmt(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
 
 
 @st.composite
+def online_loop(draw: st.DrawFn, names: Names) -> list[str]:
+    """A running max and sum in one loop, as ``scan_fuse`` leaves them (split_online's
+    shape; the generator's scan_pair reaches it only after an accepted scan_fuse)."""
+    m, acc, j = names.fresh("mx"), names.fresh("sm"), names.fresh("i")
+    prev, alpha = names.fresh("mp"), names.fresh("al")
+    src = draw(st.sampled_from(["x", "y"]))
+    hi = draw(st.sampled_from(["n", "n", "m", "8"]))
+    return [
+        f"{m}: f32 @ DRAM",
+        f"{m} = -inf",
+        f"{acc}: f32 @ DRAM",
+        f"{acc} = 0.0",
+        f"for {j} in seq(0, {hi}):",
+        f"    {prev}: f32 @ DRAM",
+        f"    {prev} = {m}",
+        f"    {m} = fmax({m}, {src}[{j}])",
+        f"    {alpha}: f32 @ DRAM",
+        f"    {alpha} = select({prev}, {m}, exp({prev} - {m}), 1.0)",
+        f"    {acc} = {alpha} * {acc}",
+        f"    {acc} += exp({src}[{j}] - select(-inf, {m}, {m}, 0.0))",
+        f"s = {acc} + {m}",
+    ]
+
+
+@st.composite
 def scan_pair(draw: st.DrawFn, names: Names) -> list[str]:
     """A running max and a later loop reducing ``exp(x[i] - m)`` (scan_fuse's shape), with
     one of the issue's counter-examples now and then (a start of 1, ``x[i] * m``, a read of
@@ -555,7 +582,7 @@ def scan_pair(draw: st.DrawFn, names: Names) -> list[str]:
 RARE_SHAPES = [
     *("halves", "reuse", "double", "twins", "dead", "const", "perfect"),
     *("kernel", "kernel", "kernel", "scan", "scan", "scan", "config", "config", "config"),
-    *("scaled", "scaled", "fold", "fold"),
+    *("scaled", "scaled", "fold", "fold", "online", "online"),
 ]
 
 ASSERTS = ["n >= 1", "n % 4 == 0", "n % 2 == 0 and n >= 2", "n >= 3"]

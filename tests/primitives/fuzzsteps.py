@@ -733,6 +733,18 @@ def _tree_scan(f: Any, p: Proc, data: st.DataObject) -> Any:
     return f(p, _mostly(data, _scans(p, True), loops(p)))
 
 
+def _split_online(f: Any, p: Proc, data: st.DataObject) -> Any:
+    tree = data.draw(st.booleans())
+
+    def online(c: ForCursor) -> bool:  # a running max and sum (scan_fuse's result)
+        text = "\n".join(print_stmt(s) for s in c.node().body)
+        return "fmax(" in text and "select(" in text
+
+    every = loops(p)
+    loop = _mostly(data, [c for c in every if online(c)], every)
+    return f(p, loop, data.draw(st.sampled_from([1, 2, 4, 8, 3, 5])), tree=tree)
+
+
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "split": _split,
     "reorder_loops": _reorder_loops,
@@ -796,6 +808,7 @@ STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
     "insert_barrier": _insert_barrier,
     "insert_barriers": _a_scope,
     "split_scan": _split_scan,
+    "split_online": _split_online,
     "tree_scan": _tree_scan,
 }
 
@@ -839,7 +852,7 @@ WEIGHTS = {
     **{"unroll_buffer": 5, "fission": 5, "insert_barrier": 6, "insert_barriers": 6},
     **{"unscope": 4, "call_eqv": 3, "lift_alloc": 4, "stage_mem": 5, "add_unsafe_guard": 4},
     **{"delete_pass": 4, "rewrite_expr": 3, "split_scan": 4, "inline_assign": 4},
-    **{"lift_scope": 4, "inline_window": 4, "parallelize_loop": 4},
+    **{"lift_scope": 4, "inline_window": 4, "parallelize_loop": 4, "split_online": 5},
     # accepted nearly always (or found in every proc)
     **{"expand_dim": 2, "inline": 2, "shift_loop": 2, "split": 2, "split_write": 2},
     **{"unroll_loop": 2, "bind_expr": 2, "commute_expr": 2, "extract_subproc": 2},

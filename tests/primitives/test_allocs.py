@@ -207,6 +207,44 @@ def test_sink_alloc_loop_carried_value() -> None:
         sink_alloc(carried, "s")
 
 
+@proc
+def guarded_tiles(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM):
+    t: f32[n]
+    for io in seq(0, (n + 3) / 4):
+        for ii in seq(0, 4):
+            if 4 * io + ii < n:
+                t[4 * io + ii] = x[4 * io + ii]
+        for ii in seq(0, 4):
+            if 4 * io + ii < n:
+                y[4 * io + ii] = 2.0 * t[4 * io + ii]
+
+
+@proc
+def guarded_tiles_overread(n: size, x: f32[n + 1] @ DRAM, y: f32[n] @ DRAM):
+    t: f32[n + 1]
+    for io in seq(0, (n + 3) / 4):
+        for ii in seq(0, 4):
+            if 4 * io + ii < n:
+                t[4 * io + ii] = x[4 * io + ii]
+        for ii in seq(0, 4):
+            if 4 * io + ii < n:
+                y[4 * io + ii] = 2.0 * t[4 * io + ii + 1]
+
+
+def test_sink_alloc_guarded_fill() -> None:
+    """A ragged tile's guarded fill covers the reads under the same guard (element by
+    element: no box of the write shows it)."""
+    p, c = sink_alloc(guarded_tiles, "t")
+    assert c.alloc.parent().name() == "io"
+    assert_equivalent(guarded_tiles, p, trials=3, sizes={"n": 7})
+
+
+def test_sink_alloc_guarded_fill_misses_a_read() -> None:
+    # the read of t[4 io + ii + 1] at ii = 3 is written by the next tile's iteration
+    with pytest.raises(SinkAllocCarriedError):
+        sink_alloc(guarded_tiles_overread, "t")
+
+
 # --------------------------------------------------------------------------- delete_buffer
 
 

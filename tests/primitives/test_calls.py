@@ -8,6 +8,7 @@ import pytest
 
 from cursched import (
     DRAM,
+    GLOBAL,
     Proc,
     call_eqv,
     extract_subproc,
@@ -28,6 +29,7 @@ from cursched.primitives.calls.call_eqv import (
 )
 from cursched.primitives.calls.calls import InlineNotCallError
 from cursched.primitives.calls.extract import (
+    ExtractBoundLoopError,
     ExtractBoundsError,
     ExtractEscapeError,
     ExtractNameError,
@@ -195,6 +197,28 @@ def test_extract_bounds_not_expressible() -> None:
 
     with pytest.raises(ExtractBoundsError):
         extract_subproc(guarded, guarded.find("A[_] = _"), "set")
+
+
+@proc
+def doubled(n: size, x: f32[n] @ GLOBAL):
+    assert n % 32 == 0
+    with scope("double", target="cuda"):
+        for b in par(0, n / 32, axis="blockIdx.x"):
+            for t in par(0, 32, axis="threadIdx.x"):
+                x[32 * b + t] = 2.0 * x[32 * b + t]
+
+
+def test_extract_bound_loop_refused() -> None:
+    """A bound loop needs its kernel: the block loop and the thread loop are refused, with or
+    without the loops around them; the whole kernel and a thread's body are extracted."""
+    for pattern in ("b", "t"):
+        with pytest.raises(ExtractBoundLoopError, match="bound to"):
+            extract_subproc(doubled, doubled.find_loop(pattern).as_block(), "part")
+    p, c = extract_subproc(doubled, doubled.find_scope("double").as_block(), "kernel")
+    assert 'axis="threadIdx.x"' in str(c.subproc)
+    assert_equivalent(doubled, p, trials=1, sizes={"n": 64})
+    p, c = extract_subproc(doubled, doubled.find_loop("t").body(), "body")
+    assert "axis" not in str(c.subproc)
 
 
 # ---------------------------------------------------------------------------------- call_eqv

@@ -3,6 +3,7 @@ one negative test per precondition, forwarding, differential (interpreter)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cursched import (
@@ -334,6 +335,35 @@ def test_insert_barriers_across_iterations(golden: Golden) -> None:
     assert len(c.barriers) == 2
     check_kernels(p.ir())
     assert_equivalent(tiles, p, sizes={"n": 3})
+
+
+@proc
+def fold(n: size, x: f32[n, 16] @ GLOBAL, y: f32[n, 16] @ GLOBAL):
+    with scope("k", target="cuda"):
+        for b in par(0, n, axis="blockIdx.x"):
+            part: f32[16] @ SHARED
+            for t in par(0, 16, axis="threadIdx.x"):
+                part[t] = 2.0 * x[b, t]
+            total: f32 @ REGISTER
+            total = 0.0
+            for k in seq(0, 16):
+                total += part[k]
+            for t in par(0, 16, axis="threadIdx.x"):
+                y[b, t] = x[b, t] / total
+
+
+def test_insert_barriers_before_a_serial_loop_not_in_it() -> None:
+    """Every thread folds the shared partials itself (a uniform serial loop): the barrier
+    goes before the loop, where it runs once, not before the read inside it."""
+    p, c = insert_barriers(fold, fold.find_scope("k"))
+    assert len(c.barriers) == 1
+    assert c.barriers[0].next().node() is p.find_loop("k").node()
+    check_kernels(p.ir())
+    assert_equivalent(fold, p, sizes={"n": 3})
+    x = np.random.default_rng(1).random((3, 16), dtype=np.float32) + 0.5
+    y = np.zeros((3, 16), np.float32)
+    p.compile(target="cuda-emulated", check_races=True)(3, x, y)
+    np.testing.assert_allclose(y, x / (2 * x.sum(axis=1, keepdims=True)), rtol=1e-6)
 
 
 def test_insert_barriers_not_a_kernel() -> None:

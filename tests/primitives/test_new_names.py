@@ -23,8 +23,10 @@ from cursched import (
     mult_loops,
     proc,
     rename,
+    scan_fuse,
     scope,
     split,
+    split_online,
     split_scan,
     stage_mem,
 )
@@ -39,6 +41,7 @@ from cursched.primitives.loops.loop_split import SplitNamesError
 from cursched.primitives.loops.loop_wrap import AddLoopNameError
 from cursched.primitives.loops.procs import InvalidNameError
 from cursched.primitives.loops.recompute import RecomputeNamesError
+from cursched.primitives.scans.split_online import SplitOnlineNameError
 from cursched.primitives.scans.split_scan import SplitScanNameError
 
 
@@ -62,6 +65,22 @@ def prefix_sum(n: size, x: f32[n], y: f32[n]):
 
 
 @proc
+def online_sum(n: size, x: f32[n], out: f32[1]):
+    m: f32
+    m = -inf
+    for i in seq(0, n):
+        m = fmax(m, x[i])
+    s: f32
+    s = 0.0
+    for i in seq(0, n):
+        s += exp(x[i] - m)
+    out[0] = s
+
+
+ONLINE_SUM, _ = scan_fuse(online_sum, "for i in _: _ #0", "for i in _: _ #1")
+
+
+@proc
 def long(n: size, x: f32[n], y: f32[n]):
     assert n >= 9
     for i in seq(0, n):
@@ -78,6 +97,10 @@ CALLS: dict[str, tuple[Callable[[str], Any], type[BadNameError]]] = {
     "extract_subproc": (lambda nm: extract_subproc(grid, "for j in _: _", nm), ExtractNameError),
     "bind_expr": (lambda nm: bind_expr(grid, [grid.find("y[_] * 0.5")], nm), BadBindNameError),
     "split_scan": (lambda nm: split_scan(prefix_sum, "i", 4, names=(nm, "ii")), SplitScanNameError),
+    "split_online": (
+        lambda nm: split_online(ONLINE_SUM, "i", 4, names=(nm, "io")),
+        SplitOnlineNameError,
+    ),
     "divide_with_recompute": (
         lambda nm: divide_with_recompute(long, "i", 3, 3, (nm, "ii")),
         RecomputeNamesError,

@@ -1,4 +1,5 @@
-"""sched/cuda_online_softmax.py: runs as a file, one kernel (golden) that nvcc compiles, the
+"""sched/cuda_online_softmax.py: runs as a file, one kernel (golden) that nvcc compiles, a
+warp per row (the partial pairs in SHARED, a tree reduction with a barrier per level), the
 emulation matches numpy on 333 rows, equivalence in the interpreter, history replay."""
 
 from __future__ import annotations
@@ -42,13 +43,25 @@ def test_only_the_first_step_uses_a_pattern() -> None:
 def test_emulated_matches_numpy(script: ModuleType, scheduled: Proc) -> None:
     f = scheduled.compile(target="cuda-emulated", check_races=True)
     assert script.check(f, 333, 77) <= 1e-6
-    assert script.check(f, 3, 4) <= 1e-6
+    assert script.check(f, 3, 4) <= 1e-6  # fewer columns than threads
+    assert script.check(f, 5, 97) <= 1e-6
+
+
+def test_a_warp_per_row(scheduled: Proc) -> None:
+    src = scheduled.cuda_source()
+    assert "__launch_bounds__(32)" in src
+    assert "__shared__ float m_part[32];" in src and "__shared__ float s_part[32];" in src
+    # after the partial pairs and after each of the 5 levels of the tree (16 ... 1 threads)
+    assert src.count("__syncthreads();") == 6
+    for h in (16, 8, 4, 2, 1):
+        assert f"if (threadIdx.x < {h}) {{" in src and f"m_part[t + {h}]" in src
+    assert "x[r * C + t + 32 * jo]" in src  # consecutive threads, consecutive columns
 
 
 @pytest.mark.skipif(not nvcc_available(), reason="nvcc is not installed")
 def test_compiles_with_nvcc(scheduled: Proc) -> None:
     res = kernel_resources(scheduled.cuda_source())["softmax_rows"]
-    assert not res.spills and res.shared_bytes == 0
+    assert not res.spills and res.shared_bytes == 2 * 32 * 4
 
 
 def test_equivalent_and_history_replays(script: ModuleType, scheduled: Proc) -> None:
@@ -61,4 +74,6 @@ def test_equivalent_and_history_replays(script: ModuleType, scheduled: Proc) -> 
 def test_on_the_gpu(script: ModuleType, scheduled: Proc) -> None:
     if not script.gpu_available():
         pytest.skip("no GPU")
-    assert script.check(scheduled.compile(target="cuda"), 333, 77, gpu=True) <= 1e-6
+    g = scheduled.compile(target="cuda")
+    assert script.check(g, 333, 77, gpu=True) <= 1e-6
+    assert script.check(g, 45, 5, gpu=True) <= 1e-6

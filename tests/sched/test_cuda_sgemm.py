@@ -82,4 +82,5 @@ def test_on_the_gpu(script: ModuleType, scheduled: Proc) -> None:
 def test_benchmark_runs_without_a_gpu() -> None:
     out = run_file(ROOT / "benchmarks" / "cuda.py")
     assert "emulated sgemm 100x77x130" in out
+    assert "emulated flash attention 333 x 333: matches numpy" in out
     assert "no GPU" in out or "cuBLAS" in out

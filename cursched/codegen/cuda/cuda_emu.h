@@ -7,8 +7,13 @@
  * __shared__ is `static`: one copy, which the block's threads share.
  *
  * A barrier that some threads of a block reach while others have finished is reported
- * (CS_EMU_DIVERGENT) instead of hanging. With `reverse`, the scheduler resumes the threads
- * in reverse order: a kernel with a missing barrier usually computes something else then.
+ * (CS_EMU_DIVERGENT) instead of hanging. So is a release where the waiting threads do not all
+ * wait at the same barrier (CS_EMU_MISMATCH): a barrier is its source line, so two different
+ * barriers reached at once (`if (t < 16) __syncthreads(); else __syncthreads();`) are never
+ * merged into one. (Threads at one line in different iterations of a loop cannot be told
+ * apart this way; they end in a divergence or a mismatch at a later barrier.) With `reverse`,
+ * the scheduler resumes the threads in reverse order: a kernel with a missing barrier
+ * usually computes something else then.
  */
 #ifndef CURSCHED_CUDA_EMU_H
 #define CURSCHED_CUDA_EMU_H
@@ -33,9 +38,9 @@ static cs_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
-#define __syncthreads() cs_emu_sync()
+#define __syncthreads() cs_emu_sync(__LINE__)
 
-enum { CS_EMU_OK = 0, CS_EMU_DIVERGENT = 1, CS_EMU_NOMEM = 2 };
+enum { CS_EMU_OK = 0, CS_EMU_DIVERGENT = 1, CS_EMU_NOMEM = 2, CS_EMU_MISMATCH = 3 };
 enum { CS_READY = 0, CS_AT_BARRIER = 1, CS_DONE = 2 };
 
 struct cs_fiber {
@@ -43,6 +48,7 @@ struct cs_fiber {
     int state;
     cs_dim3 tid;
     char *stack;
+    long line; /* the source line of the barrier it waits at */
 };
 
 static ucontext_t cs_sched_ctx;
@@ -50,15 +56,18 @@ static cs_fiber *cs_fibers;
 static int cs_current;
 static void (*cs_body)(void *);
 static void *cs_body_arg;
-/* Which block and how many threads had stopped at a barrier, for the error message. */
+/* Which block and how many threads had stopped at a barrier, for the error message; for a
+ * mismatch, the two threads (linear ids) and the barriers (lines) they wait at. */
 static long cs_emu_error_block[3];
 static long cs_emu_error_waiting;
+static long cs_emu_error_pair[4];
 
 static const size_t CS_STACK = 256 * 1024;
 
-static void cs_emu_sync(void) {
+static void cs_emu_sync(long line) {
     cs_fiber *f = &cs_fibers[cs_current];
     f->state = CS_AT_BARRIER;
+    f->line = line;
     swapcontext(&f->ctx, &cs_sched_ctx);
 }
 
@@ -98,6 +107,7 @@ static int cs_emu_launch(cs_dim3 grid, cs_dim3 block, int reverse, void (*body)(
             f->tid.y = (unsigned)((t / block.x) % block.y);
             f->tid.z = (unsigned)(t / ((long)block.x * block.y));
             f->state = CS_READY;
+            f->line = 0;
             getcontext(&f->ctx);
             f->ctx.uc_stack.ss_sp = f->stack;
             f->ctx.uc_stack.ss_size = CS_STACK;
@@ -125,6 +135,18 @@ static int cs_emu_launch(cs_dim3 grid, cs_dim3 block, int reverse, void (*body)(
                 rc = CS_EMU_DIVERGENT;
                 break;
             }
+            /* every thread waits: at one barrier? */
+            for (long t = 1; t < n && rc == CS_EMU_OK; t++) {
+                cs_fiber *a = &cs_fibers[0], *b = &cs_fibers[t];
+                if (a->line != b->line) {
+                    long pair[4] = {0, t, a->line, b->line};
+                    memcpy(cs_emu_error_pair, pair, sizeof pair);
+                    cs_emu_error_block[0] = bx; cs_emu_error_block[1] = by;
+                    cs_emu_error_block[2] = bz;
+                    rc = CS_EMU_MISMATCH;
+                }
+            }
+            if (rc != CS_EMU_OK) break;
             for (long t = 0; t < n; t++) cs_fibers[t].state = CS_READY;
         }
     }
@@ -135,7 +157,8 @@ static int cs_emu_launch(cs_dim3 grid, cs_dim3 block, int reverse, void (*body)(
 }
 
 extern "C" long cs_emu_error_info(int k) {
-    return k < 3 ? cs_emu_error_block[k] : cs_emu_error_waiting;
+    if (k < 3) return cs_emu_error_block[k];
+    return k == 3 ? cs_emu_error_waiting : cs_emu_error_pair[k - 4];
 }
 
 #endif /* CURSCHED_CUDA_EMU_H */

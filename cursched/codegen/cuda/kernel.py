@@ -41,10 +41,10 @@ from cursched.codegen.c.statements import IND, CParam, FunctionGen, _const_bytes
 from cursched.errors import CodegenError
 from cursched.ir.barrier import is_barrier
 from cursched.ir.memory import GLOBAL, REGISTER, SHARED
-from cursched.ir.nodes import Alloc, Call, Expr, For, ProcDef, Read, Scope, Stmt
+from cursched.ir.nodes import Alloc, Call, Expr, FnArg, For, ProcDef, Read, Scope, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr, walk_exprs, walk_stmts
-from cursched.ir.types import F16, ControlType, DataType, TensorType
+from cursched.ir.types import F16, INDEX, ControlType, DataType, TensorType
 
 
 class KernelMemoryError(CodegenError):
@@ -60,8 +60,8 @@ class RegisterThreadIndexError(CodegenError):
 
 
 class RegisterNotPerThreadError(CodegenError):
-    """A REGISTER buffer allocated outside the thread loops and used in them has no leading
-    per-thread dimensions indexed by the thread variables."""
+    """A REGISTER buffer allocated outside the thread loops and written in them has no
+    leading per-thread dimensions indexed by the thread variables."""
 
 
 #: Constant-trip loops inside thread loops up to this many iterations get ``#pragma unroll``.
@@ -79,7 +79,9 @@ class Kernel:
         grid: per ``blockIdx`` axis x, y, z, the ``(lo, hi)`` bounds of its block loop
             (None: one block on that axis); the bounds read only the proc's arguments.
         block: the block's extent on ``threadIdx.x``, ``.y``, ``.z``.
-        params: the C parameters (the proc's arguments, in order).
+        params: the C parameters (the proc's arguments, in order, then ``host_vars``).
+        host_vars: the variables of the host loops around the kernel's launch, outermost
+            first: the last parameters, passed by value at each launch.
     """
 
     name: str
@@ -88,6 +90,7 @@ class Kernel:
     grid: tuple[tuple[Expr, Expr] | None, ...]
     block: tuple[int, int, int]
     params: tuple[CParam, ...]
+    host_vars: tuple[Sym, ...] = ()
 
     def threads(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
@@ -137,16 +140,18 @@ class KernelGen(FunctionGen):
         taken: set[str],
         helpers: Helpers,
         callee_name: Callable[[ProcDef], str],
+        host_loops: tuple[For, ...] = (),
     ) -> None:
         # FunctionGen's own __init__ refuses memories of other targets: the same set-up
         # with the kernel's parameters instead.
         self.p = p
+        self.host_loops = host_loops
         self.scope = scope
         self.cname = cname
         self.names = Namer(taken)
         self.ex = ExprGen(self.names, helpers)
         self.callee_name = callee_name
-        self.params = cuda_params(p, self.names)
+        self.params = cuda_params(p, self.names) + self._host_params()
         self.par_depth = 0
         self.open_blocks: list[tuple[list[str], bool]] = []
         for cp in self.params:
@@ -155,6 +160,17 @@ class KernelGen(FunctionGen):
         self.thread_depth = 0  # thread loops around the statement being printed
         self.bound: list[str] = []  # thread axes bound around it
         self._check_registers()
+
+    def _host_params(self) -> tuple[CParam, ...]:
+        """One ``int_fast64_t`` parameter per host loop variable around the launch."""
+        out: list[CParam] = []
+        for loop in self.host_loops:
+            self.names.bind(loop.iter)
+            n = self.names.name(loop.iter)
+            out.append(CParam(FnArg(loop.iter, INDEX), (n,), f"int_fast64_t {n}"))
+            if self.ex.is_nonneg(loop.lo):
+                self.ex.nonneg.add(loop.iter)
+        return tuple(out)
 
     # -- the kernel ------------------------------------------------------------------------
     def block_dims(self) -> tuple[int, int, int]:
@@ -183,7 +199,10 @@ class KernelGen(FunctionGen):
 
     def kernel(self) -> Kernel:
         text = self.text()
-        return Kernel(self.cname, self.scope, text, self.grid(), self.block_dims(), self.params)
+        host_vars = tuple(lp.iter for lp in self.host_loops)
+        return Kernel(
+            self.cname, self.scope, text, self.grid(), self.block_dims(), self.params, host_vars
+        )
 
     # -- statements ------------------------------------------------------------------------
     def stmt(self, s: Stmt, ind: str, frees: list[str]) -> list[str]:
@@ -319,9 +338,12 @@ class KernelGen(FunctionGen):
 
     # -- rules -----------------------------------------------------------------------------
     def _check_registers(self) -> None:
-        """A REGISTER buffer is private to a thread: outside the thread loops it must carry
-        one element per thread in leading dimensions indexed by the thread variables
-        (``thread_regs``); inside one it must not be indexed by a thread variable."""
+        """A REGISTER buffer is private to a thread: allocated outside the thread loops and
+        written in them, it must carry one element per thread in leading dimensions indexed by
+        the thread variables (``thread_regs``); inside one it must not be indexed by a thread
+        variable. One written only outside the thread loops is uniform: every thread runs
+        those writes itself, on the same values (the barrier checker orders what they read),
+        so each holds the same copy and the thread loops may read it."""
         regs = {
             s.sym: s
             for s in walk_stmts(self.scope.body)
@@ -331,12 +353,13 @@ class KernelGen(FunctionGen):
         def go(body: tuple[Stmt, ...], threads: set[Sym], depth: int) -> None:
             for s in body:
                 if isinstance(s, Alloc) and s.sym in regs and depth == 0:
-                    used_in_threads = _used_in_thread_loops(self.scope.body, s.sym)
-                    if used_in_threads and s.sym not in self.layout.thread_regs:
+                    written = _written_in_thread_loops(self.scope.body, s.sym)
+                    if written and s.sym not in self.layout.thread_regs:
                         raise RegisterNotPerThreadError(
                             f"REGISTER buffer '{s.sym}' of kernel {self.scope.name} is allocated"
-                            " outside the thread loops but has no per-thread leading dimensions"
-                            " indexed by the thread variables (expand_dim, then lift_alloc)"
+                            " outside the thread loops and written in them but has no"
+                            " per-thread leading dimensions indexed by the thread variables"
+                            " (expand_dim, then lift_alloc)"
                         )
                 inner, d = threads, depth
                 if is_thread_loop(s):
@@ -365,13 +388,10 @@ def _blocks(s: Stmt) -> tuple[tuple[str, tuple[Stmt, ...]], ...]:
     return stmt_blocks(s)
 
 
-def _used_in_thread_loops(body: tuple[Stmt, ...], sym: Sym) -> bool:
+def _written_in_thread_loops(body: tuple[Stmt, ...], sym: Sym) -> bool:
     for s in walk_stmts(body):
         if is_thread_loop(s):
             assert isinstance(s, For)
-            for e in walk_exprs(s.body):
-                if isinstance(e, Read) and e.sym is sym:
-                    return True
             for x in walk_stmts(s.body):
                 if getattr(x, "sym", None) is sym and not isinstance(x, Alloc):
                     return True

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from typing import Any, assert_never
 
@@ -25,7 +25,14 @@ import numpy as np
 
 from cursched.codegen.build import build_library
 from cursched.codegen.cuda.kernel import Kernel
-from cursched.codegen.cuda.unit import CudaUnit, HostIf, HostStep, Launch, generate_cuda
+from cursched.codegen.cuda.unit import (
+    CudaUnit,
+    HostFor,
+    HostIf,
+    HostStep,
+    Launch,
+    generate_cuda,
+)
 from cursched.errors import ArgumentError, BuildError, CodegenError, CurschedError
 from cursched.ir.nodes import (
     BinOp,
@@ -51,6 +58,9 @@ EMU_CFLAGS: tuple[str, ...] = (
     "-fno-exceptions",
     "-fno-rtti",
     "-w",
+    # a kernel is an extern "C" function named after its scope; without this a name that
+    # libc also exports (``step``, ``index``, ``time``) binds the launcher's call to libc's
+    "-Wl,-Bsymbolic",
 )
 
 
@@ -59,7 +69,8 @@ class ThreadOrderError(CurschedError):
 
 
 class BarrierDivergenceError(CurschedError):
-    """A barrier was reached by some threads of a block while others had finished."""
+    """A barrier was reached by some threads of a block while others had finished, or the
+    threads of a block wait at different barriers."""
 
 
 def emulation_header() -> str:
@@ -202,17 +213,30 @@ def _grid(k: Kernel, env: Mapping[Sym, int | bool]) -> tuple[int, int, int]:
     return out[0], out[1], out[2]
 
 
-def _launches(steps: tuple[HostStep, ...], env: Mapping[Sym, int | bool]) -> list[Kernel]:
-    out: list[Kernel] = []
+def _launches(
+    steps: tuple[HostStep, ...], env: Mapping[Sym, int | bool]
+) -> Iterator[tuple[Kernel, Mapping[Sym, int | bool]]]:
+    """The launches of the host program, in order, each with the values it sees (the
+    arguments and the host loops' variables)."""
     for s in steps:
         match s:
             case Launch():
-                out.append(s.kernel)
+                yield s.kernel, env
             case HostIf():
-                out += _launches(s.then if eval_ctrl(s.cond, env) else s.orelse, env)
+                yield from _launches(s.then if eval_ctrl(s.cond, env) else s.orelse, env)
+            case HostFor():
+                lo, hi = int(eval_ctrl(s.lo, env)), int(eval_ctrl(s.hi, env))
+                for i in range(lo, hi):
+                    yield from _launches(s.body, {**env, s.iter: i})
             case _:
                 assert_never(s)
-    return out
+
+
+def _kernel_values(
+    k: Kernel, values: tuple[Any, ...], env: Mapping[Sym, int | bool]
+) -> tuple[Any, ...]:
+    """The values of ``k``'s parameters: the arguments, then its host loops' variables."""
+    return (*values, *(env[v] for v in k.host_vars))
 
 
 # ---------------------------------------------------------------------------- emulation
@@ -234,7 +258,9 @@ def _launcher(k: Kernel) -> str:
 
 def emulation_source(unit: CudaUnit) -> str:
     """The C++ the emulation builds: the header, the ``.cu`` text, one launcher per kernel."""
-    parts = [emulation_header(), unit.source, *(_launcher(k) for k in unit.kernels)]
+    # the barriers' __LINE__ (their identity in the emulation) counts the .cu text's lines
+    text = f'#line 1 "{unit.proc.name}.cu"\n' + unit.source
+    parts = [emulation_header(), text, *(_launcher(k) for k in unit.kernels)]
     return "\n\n".join(parts) + "\n"
 
 
@@ -280,19 +306,19 @@ class _Emulated:
             for k, v in enumerate(values)
             if not isinstance(self.unit.proc.args[k].type, ControlType)
         ]
-        for kern in _launches(self.unit.program, env):
-            grid = _grid(kern, env)
+        for kern, at in _launches(self.unit.program, env):
+            grid = _grid(kern, at)
             if 0 in grid:
                 continue
             if not self.check_races:
-                self._launch(kern, grid, values, 0)
+                self._launch(kern, grid, _kernel_values(kern, values, at), 0)
                 continue
             saved = [v.copy() for _, v in arrays]
-            self._launch(kern, grid, values, 0)
+            self._launch(kern, grid, _kernel_values(kern, values, at), 0)
             other = list(values)
             for (k, _), s in zip(arrays, saved, strict=True):
                 other[k] = s
-            self._launch(kern, grid, tuple(other), 1)
+            self._launch(kern, grid, _kernel_values(kern, tuple(other), at), 1)
             for (k, v), s in zip(arrays, saved, strict=True):
                 diff = np.flatnonzero(~((v == s) | (np.isnan(v) & np.isnan(s))).reshape(-1))
                 if diff.size:
@@ -320,6 +346,14 @@ class _Emulated:
             raise BarrierDivergenceError(
                 f"kernel {k.name}: in block {tuple(b)}, {self.info(3)} thread(s) wait at a"
                 " barrier that the others finished without reaching"
+            )
+        if rc == 3:
+            b = [self.info(i) for i in range(3)]
+            t0, t1, l0, l1 = (self.info(4 + i) for i in range(4))
+            raise BarrierDivergenceError(
+                f"kernel {k.name}: in block {tuple(b)}, threads {t0} and {t1} wait at different"
+                f" barriers at once (lines {l0} and {l1} of the .cu): no barrier is reached by"
+                " every thread"
             )
         if rc != 0:
             raise CurschedError(f"kernel {k.name}: the emulation could not allocate its stacks")
@@ -362,12 +396,12 @@ class _OnGpu:
                 raise ArgumentError(
                     f"{self.unit.proc.name}: an array is on {v.device}, not {device}"
                 )
-        for kern in _launches(self.unit.program, env):
-            grid = _grid(kern, env)
+        for kern, at in _launches(self.unit.program, env):
+            grid = _grid(kern, at)
             if 0 in grid:
                 continue
             cargs: list[Any] = []
-            for prm, v in zip(kern.params, values, strict=True):
+            for prm, v in zip(kern.params, _kernel_values(kern, values, at), strict=True):
                 t = prm.arg.type
                 if isinstance(t, ControlType):
                     cargs.append(np.bool_(v) if t.name == "bool" else np.int64(v))

@@ -1,8 +1,10 @@
 """A proc made of cuda scopes as one ``.cu`` text and a host-side launch program.
 
 The proc's body is host code: ``target="cuda"`` scopes (each one kernel launch), ``pass``,
-plain scopes and ``if``s over control values around them. Anything else outside a kernel
-(data code, allocations, loops) has no place to run and is a ``CodegenError`` naming it.
+plain scopes, ``if``s over control values and sequential ``for`` loops around them (a host
+loop launches its kernels once per iteration, in order; its variable is passed to each kernel
+inside it as a trailing ``int_fast64_t`` parameter). Anything else outside a kernel (data
+code, allocations, parallel loops) has no place to run and is a ``CodegenError`` naming it.
 
 The text is the same for the GPU (NVRTC or nvcc) and for the CPU emulation
 (``cursched.codegen.cuda.emulate``, which includes its header first): it starts with a small
@@ -18,8 +20,9 @@ from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import RESERVED, sanitize
 from cursched.codegen.cuda.kernel import Kernel, KernelGen
 from cursched.errors import CodegenError
-from cursched.ir.nodes import Expr, If, Pass, ProcDef, Scope, Stmt
+from cursched.ir.nodes import Expr, For, If, Pass, ProcDef, Scope, Stmt
 from cursched.ir.printer import print_stmt
+from cursched.ir.symbols import Sym
 
 #: Names a kernel may not use for its own (CUDA built-ins and the emulation's).
 CUDA_RESERVED = frozenset(
@@ -60,7 +63,18 @@ class HostIf:
     orelse: tuple[HostStep, ...]
 
 
-HostStep = Launch | HostIf
+@dataclass(frozen=True, slots=True)
+class HostFor:
+    """Host step: run ``body`` for ``iter`` from ``lo`` to ``hi`` (control expressions over the
+    arguments and the enclosing host loops' variables), one iteration after another."""
+
+    iter: Sym
+    lo: Expr
+    hi: Expr
+    body: tuple[HostStep, ...]
+
+
+HostStep = Launch | HostIf | HostFor
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +115,7 @@ def generate_cuda(p: ProcDef, *, unsafe_skip_checks: bool = False) -> CudaUnit:
     helpers = Helpers()
     kernels: list[Kernel] = []
 
-    def host(body: tuple[Stmt, ...]) -> tuple[HostStep, ...]:
+    def host(body: tuple[Stmt, ...], loops: tuple[For, ...] = ()) -> tuple[HostStep, ...]:
         steps: list[HostStep] = []
         for s in body:
             match s:
@@ -112,16 +126,18 @@ def generate_cuda(p: ProcDef, *, unsafe_skip_checks: bool = False) -> CudaUnit:
                         k += 1
                         name = f"{base}_{k}"
                     taken.add(name)
-                    gen = KernelGen(p, s, name, set(taken), helpers, lambda q: q.name)
+                    gen = KernelGen(p, s, name, set(taken), helpers, lambda q: q.name, loops)
                     kern = gen.kernel()
                     kernels.append(kern)
                     steps.append(Launch(kern))
                 case Scope():
-                    steps.extend(host(s.body))
+                    steps.extend(host(s.body, loops))
                 case Pass():
                     pass
                 case If():
-                    steps.append(HostIf(s.cond, host(s.body), host(s.orelse)))
+                    steps.append(HostIf(s.cond, host(s.body, loops), host(s.orelse, loops)))
+                case For(mode="seq", axis=None):
+                    steps.append(HostFor(s.iter, s.lo, s.hi, host(s.body, (*loops, s))))
                 case _:
                     raise CodegenError(
                         f"{p.name}: `{_where(s)}` is outside every cuda scope: on the CUDA"

@@ -11,7 +11,7 @@ from cursched.analysis.checks import (
     check_dead_after,
     check_parallel,
 )
-from cursched.analysis.checks_buffers import covered, region_of
+from cursched.analysis.checks_buffers import covered, covers_read, region_of
 from cursched.analysis.context import PathContext, context_of
 from cursched.analysis.effects import Access, block_effects
 from cursched.cursors import AllocCursor, BlockLoc, Editor, NodeLoc
@@ -195,7 +195,9 @@ def _first_unfilled_read(body: tuple[Stmt, ...], buf: Sym, ctx: PathContext) -> 
         bad = []
         for r in reads:
             region = region_of(r)
-            if region is None or not covered(earlier, region, props):
+            if region is not None and covered(earlier, region, props):
+                continue
+            if not any(covers_read(w, r, props) for w in earlier):
                 bad.append(r)
         if not bad:
             continue

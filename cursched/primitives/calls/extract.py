@@ -19,9 +19,27 @@ from cursched.cursors.tree import stmt_list
 from cursched.errors import BadNameError, BoundsError, OutOfBoundsError, ScopeError
 from cursched.ir.config import ConfigField
 from cursched.ir.memory import Memory
-from cursched.ir.nodes import Assign, BinOp, Call, Expr, FnArg, ProcDef, Read, Reduce, Stmt
+from cursched.ir.nodes import (
+    Assign,
+    BinOp,
+    Call,
+    Expr,
+    FnArg,
+    For,
+    ProcDef,
+    Read,
+    Reduce,
+    Scope,
+    Stmt,
+)
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import defined_syms, free_syms_expr, stmt_exprs, walk_stmts
+from cursched.ir.traversal import (
+    defined_syms,
+    free_syms_expr,
+    stmt_blocks,
+    stmt_exprs,
+    walk_stmts,
+)
 from cursched.ir.types import BOOL, INDEX, ControlType, TensorType
 from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import fresh_copy, rename_expr
@@ -41,6 +59,11 @@ class ExtractEscapeError(ScopeError):
 class ExtractBoundsError(OutOfBoundsError):
     """extract_subproc, precondition 3: an access of the block is not provably in bounds
     from what the new proc's asserts can say over its parameters."""
+
+
+class ExtractBoundLoopError(ScopeError):
+    """extract_subproc, precondition 4: the block holds a loop bound to a CUDA axis outside
+    any cuda scope of the block (the new proc would have a bound loop outside a kernel)."""
 
 
 @prim_cursors
@@ -138,6 +161,9 @@ def extract_subproc(
            (``ExtractEscapeError``).
         3. every access of the block is provably in bounds in the new proc, from its asserts
            (``ExtractBoundsError``).
+        4. no loop of the block is bound to a CUDA axis unless a cuda scope of the block
+           holds it: a binding means something only inside its kernel, which the new proc
+           would not have (``ExtractBoundLoopError``; extract the whole scope instead).
 
     Forwards/Kills:
         Kills the block's statements (hint: "extracted into `name`; use .call or
@@ -161,6 +187,7 @@ def extract_subproc(
     loc = block.block()
     stmts = block.stmts()
     ctx = context_of(ir, block.paths()[0])
+    _check_no_bound_loop(stmts, block)
     defined = _defined(stmts)
     after = _after(ir, loc)
     escaping = defined & after
@@ -213,6 +240,32 @@ def extract_subproc(
         subproc=Proc(sub),
         subproc_body=None,
     )
+
+
+def _bound_outside_kernels(stmts: Sequence[Stmt]) -> For | None:
+    """A loop of ``stmts`` bound to a CUDA axis and not inside a cuda scope of ``stmts``."""
+    for s in stmts:
+        if isinstance(s, Scope) and s.target == "cuda":
+            continue  # the kernel moves whole: its bindings keep their meaning
+        if isinstance(s, For) and s.axis is not None:
+            return s
+        for _, body in stmt_blocks(s):
+            found = _bound_outside_kernels(body)
+            if found is not None:
+                return found
+    return None
+
+
+def _check_no_bound_loop(stmts: Sequence[Stmt], block: BlockCursor) -> None:
+    """Precondition 4: every bound loop of the block is inside a cuda scope of the block."""
+    bound = _bound_outside_kernels(stmts)
+    if bound is not None:
+        msg = (
+            f"loop {bound.iter.name} is bound to {bound.axis}; the new proc would hold it "
+            "outside a kernel (extract the whole cuda scope, or the body of the innermost "
+            "bound loop)"
+        )
+        raise fail(ExtractBoundLoopError, "extract_subproc", msg, block)
 
 
 def _arg_read(sym: Sym, t: Any) -> Read:

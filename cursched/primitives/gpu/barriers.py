@@ -9,7 +9,7 @@ of their own, so what runs is what prints, and the barrier checker
 from __future__ import annotations
 
 from cursched.analysis.kernels import is_thread_loop, scope_of
-from cursched.analysis.races import kernel_race
+from cursched.analysis.races import Race, kernel_race
 from cursched.cursors import Editor, GapCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.stmts import CallCursor, StmtCursor
@@ -17,7 +17,7 @@ from cursched.cursors.tree import walk_stmts
 from cursched.errors import RaceError, ShapeMismatchError
 from cursched.ir.barrier import barrier
 from cursched.ir.nodes import Scope
-from cursched.ir.paths import get_at
+from cursched.ir.paths import Path, get_at
 from cursched.primitives.registry import (
     PrimCursors,
     checks_passed,
@@ -117,6 +117,24 @@ class InsertBarriersCursors(PrimCursors):
     barriers: tuple[CallCursor, ...]
 
 
+def _barrier_gap(race: Race) -> tuple[Path, str, int]:
+    """Where ``insert_barriers`` puts the barrier ordering ``race``: before the statement of
+    the innermost block holding both accesses that holds the later one (for a race within
+    one iteration), else before the later access's thread loop or statement."""
+    first, second = race.first_path, race.second_path
+    *parent, (attr, pos) = second
+    if race.carried:  # the later access comes first in the loop body: order it there
+        return tuple(parent), attr, pos
+    n = 0
+    while n < min(len(first), len(second)) and first[n] == second[n]:
+        n += 1
+    # diverging in one block, the earlier access in an earlier statement of it
+    diverge = n < min(len(first), len(second)) and first[n][0] == second[n][0]
+    if diverge and first[n][1] < second[n][1]:
+        return tuple(second[:n]), second[n][0], second[n][1]
+    return tuple(parent), attr, pos
+
+
 @primitive
 def insert_barriers(proc: Proc, scope: StmtCursor) -> Rewrite[InsertBarriersCursors]:
     """Insert every barrier a kernel needs, and no more.
@@ -125,7 +143,9 @@ def insert_barriers(proc: Proc, scope: StmtCursor) -> Rewrite[InsertBarriersCurs
     overwritten by another, including across iterations of a serial loop at the block level
     (the next tile's load after this tile's reads). Each race found by the barrier checker
     gets a barrier right before the later access's thread loop, the latest point that orders
-    it; the checker then runs again, so one barrier serves every race it orders.
+    it, or, when block-level serial loops (or ``if``s) hold the later access but not the
+    earlier one, right before the outermost of them, so that it runs once instead of once
+    per iteration; the checker then runs again, so one barrier serves every race it orders.
 
     Args:
         proc: the proc to rewrite.
@@ -168,9 +188,8 @@ def insert_barriers(proc: Proc, scope: StmtCursor) -> Rewrite[InsertBarriersCurs
             raise fail(BarriersUnfixableError, "insert_barriers", msg, scope)
         if w.race is None:
             break
-        *parent, (attr, pos) = w.race.second_path
         b = barrier()
         made.add(id(b))
-        ed.insert((tuple(parent), attr, pos), (b,))
+        ed.insert(_barrier_gap(w.race), (b,))
     found = [NodeLoc(p) for p, s in walk_stmts(get_at(ed.ir, path).body, path) if id(s) in made]
     return ed.done(InsertBarriersCursors, barriers=tuple(found))
