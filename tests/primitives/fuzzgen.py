@@ -582,7 +582,7 @@ def scan_pair(draw: st.DrawFn, names: Names) -> list[str]:
 RARE_SHAPES = [
     *("halves", "reuse", "double", "twins", "dead", "const", "perfect"),
     *("kernel", "kernel", "kernel", "scan", "scan", "scan", "config", "config", "config"),
-    *("scaled", "scaled", "fold", "fold", "online", "online"),
+    *("scaled", "scaled", "fold", "fold", "online", "online", "online", "online"),
 ]
 
 ASSERTS = ["n >= 1", "n % 4 == 0", "n % 2 == 0 and n >= 2", "n >= 3"]

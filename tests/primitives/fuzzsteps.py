@@ -742,7 +742,7 @@ def _split_online(f: Any, p: Proc, data: st.DataObject) -> Any:
 
     every = loops(p)
     loop = _mostly(data, [c for c in every if online(c)], every)
-    return f(p, loop, data.draw(st.sampled_from([1, 2, 4, 8, 3, 5])), tree=tree)
+    return f(p, loop, data.draw(st.sampled_from([2, 4, 8, 2, 4, 1, 3])), tree=tree)
 
 
 STEPS: dict[str, Callable[[Any, Proc, st.DataObject], Any]] = {
@@ -844,7 +844,7 @@ def available_steps() -> list[tuple[str, Any, Any]]:
 #: or a configuration write) less. Unlisted: 3.
 WEIGHTS = {
     # rarely accepted: dependences, exact shapes, the shapes the generator draws now and then
-    **{"join_loops": 12, "reuse_buffer": 11, "scan_fuse": 14, "merge_writes": 6},
+    **{"join_loops": 12, "reuse_buffer": 11, "scan_fuse": 18, "merge_writes": 6},
     **{"delete_buffer": 8, "sink_alloc": 6, "fuse": 7, "reorder_loops": 5, "remove_loop": 6},
     **{"left_reassociate_expr": 6, "tree_scan": 8, "fold_into_reduce": 6, "mult_dim": 6},
     **{"mult_loops": 5, "replace": 9, "divide_with_recompute": 6, "eliminate_dead_code": 6},
@@ -852,7 +852,7 @@ WEIGHTS = {
     **{"unroll_buffer": 5, "fission": 5, "insert_barrier": 6, "insert_barriers": 6},
     **{"unscope": 4, "call_eqv": 3, "lift_alloc": 4, "stage_mem": 5, "add_unsafe_guard": 4},
     **{"delete_pass": 4, "rewrite_expr": 3, "split_scan": 4, "inline_assign": 4},
-    **{"lift_scope": 4, "inline_window": 4, "parallelize_loop": 4, "split_online": 5},
+    **{"lift_scope": 4, "inline_window": 4, "parallelize_loop": 4, "split_online": 7},
     # accepted nearly always (or found in every proc)
     **{"expand_dim": 2, "inline": 2, "shift_loop": 2, "split": 2, "split_write": 2},
     **{"unroll_loop": 2, "bind_expr": 2, "commute_expr": 2, "extract_subproc": 2},
