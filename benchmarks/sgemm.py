@@ -10,10 +10,16 @@ numpy, and the percentage of the peak measured in the same run by an FMA through
 before numpy is imported, so OpenBLAS picks its kernel from the CPU; the kernel it runs is
 printed.
 
-The micro-kernels (ours and Exo's) are also timed alone on L1-resident data (KC = 256,
-C += A @ B repeated) when exo-lang can build its version.
+The micro-kernels are also timed alone on L1-resident data (``C[6, 16] += A @ B``, KC =
+384, repeated in a C loop, best of N interleaved), as the yardstick of the full sgemm in the
+same run: ours (``ukernel_rows``: A as rows, Exo's layout; ``ukernel_packed``: the packed
+panel the sgemm uses) and exo-lang's own AVX2 example ``examples/avx2_matmul/x86_matmul.py``
+(``rank_k_reduce_6x16_scheduled``), built at run time by the installed exo-lang from a copy of
+its repository: ``--exo PATH`` (the example file, a checkout of github.com/exo-lang/exo, or its
+bare git directory; default ``$CURSCHED_EXO_REPO``). Without exo-lang or the example, its row
+says why it was skipped. Nothing of Exo's is copied into cursched.
 
-Run: python benchmarks/sgemm.py [--quick] [--reps N] [--sizes 256,512,...]
+Run: python benchmarks/sgemm.py [--quick] [--reps N] [--sizes 256,512,...] [--exo PATH]
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ _UNSET = {
 
 import argparse
 import ctypes
+import runpy
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -62,6 +70,23 @@ void cs_fma_probe(int64_t n, float *out) {{
 """
 
 
+def cpu_model() -> str:
+    """The CPU's model name, family and model from ``/proc/cpuinfo`` (or ``platform``)."""
+    info: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, val = line.partition(":")
+            info.setdefault(key.strip(), val.strip())
+    except OSError:
+        import platform
+
+        return platform.processor() or "unknown"
+    return (
+        f"{info.get('model name', '?')} (family {info.get('cpu family', '?')},"
+        f" model {info.get('model', '?')}), flags avx2={'avx2' in info.get('flags', '')}"
+    )
+
+
 def fma_probe(width: int) -> tuple[float, float]:
     """Peak FLOP/s of this core (wall, CPU time): 12 independent FMA chains, best of 5."""
     m = "_mm512" if width == 16 else "_mm256"
@@ -85,6 +110,114 @@ def fma_probe(width: int) -> tuple[float, float]:
         cpu.append(time.thread_time() - c)
         wall.append(time.perf_counter() - w)
     return flops / min(wall), flops / min(cpu)
+
+
+EXAMPLE = "examples/avx2_matmul/x86_matmul.py"
+
+_UK_HARNESS = """
+#include <stdint.h>
+#include <time.h>
+static double cs_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+double cs_time_rows(int64_t kc, int64_t reps, float *a, float *b, float *c) {
+    double t0 = cs_now();
+    for (int64_t r = 0; r < reps; r++) ukernel_rows_avx2(kc, a, kc, 1, b, 16, 1, c, 16, 1);
+    return cs_now() - t0;
+}
+double cs_time_packed(int64_t kc, int64_t reps, float *a, float *b, float *c) {
+    double t0 = cs_now();
+    for (int64_t r = 0; r < reps; r++) ukernel_packed_avx2(kc, a, 6, 1, b, 16, 1, c, 16, 1);
+    return cs_now() - t0;
+}
+"""
+
+_EXO_HARNESS = """
+double cs_time_exo(int64_t kc, int64_t reps, float *a, float *b, float *c) {
+    double t0 = cs_now();
+    for (int64_t r = 0; r < reps; r++) rank_k_reduce_6x16_scheduled(0, kc, a, b, c);
+    return cs_now() - t0;
+}
+"""
+
+
+def exo_example_source(where: str) -> tuple[str | None, str]:
+    """The text of Exo's AVX2 example from ``where`` (the file, a checkout, or a bare git
+    directory), or None and why not."""
+    if not where:
+        return None, "no copy of the exo repository (--exo PATH or $CURSCHED_EXO_REPO)"
+    path = Path(where)
+    if path.is_file():
+        return path.read_text(), str(path)
+    if (path / EXAMPLE).is_file():
+        return (path / EXAMPLE).read_text(), str(path / EXAMPLE)
+    git = subprocess.run(
+        ["git", f"--git-dir={path}", "show", f"HEAD:{EXAMPLE}"], capture_output=True, text=True
+    )
+    if git.returncode == 0:
+        return git.stdout, f"{path} (git) HEAD:{EXAMPLE}"
+    return None, f"{EXAMPLE} not found under {path}"
+
+
+def exo_microkernel_c(where: str) -> tuple[str | None, str]:
+    """Exo's example micro-kernel compiled to C by the installed exo-lang, or None and why."""
+    try:
+        import exo
+    except ImportError as e:
+        return None, f"exo-lang is not installed ({e})"
+    text, origin = exo_example_source(where)
+    if text is None:
+        return None, origin
+    tmp = Path(__import__("tempfile").mkdtemp()) / "x86_matmul.py"
+    tmp.write_text(text)
+    out = sys.stdout  # the example silences stdout when imported
+    try:
+        ns = runpy.run_path(str(tmp), run_name="exo_example")
+    finally:
+        sys.stdout = out
+    c, h = exo.compile_procs_to_strings([ns["avx"]], "exo_uk.h")
+    version = getattr(exo, "__version__", "1.0")
+    return h + c.replace('#include "exo_uk.h"', ""), f"exo-lang {version}, {origin}"
+
+
+def bench_microkernels(reps: int, exo_where: str) -> None:
+    """Ours and Exo's 6 x 16 micro-kernels alone on L1 data, interleaved, best of ``reps``."""
+    from cursched.codegen.c import generate_unit
+
+    mod = runpy.run_path(str(ROOT / "sched" / "sgemm_x86.py"), run_name="sgemm_x86")
+    t = mod["AVX2_TARGET"]
+    fast = [mod["schedule_microkernel"](mod["microkernel"](t, k), t) for k in ("rows", "packed")]
+    src = generate_unit("cs_uk", [p.ir() for p in fast]).c_source + _UK_HARNESS
+    exo_c, exo_note = exo_microkernel_c(exo_where)
+    if exo_c is not None:
+        src += exo_c + _EXO_HARNESS
+    built = build_library("cs_uk_bench", src, ("-O3", "-march=native", "-fPIC", "-shared"))
+    lib = ctypes.CDLL(str(built.lib_path))
+    kc, calls = 384, 20_000
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(6 * kc).astype(np.float32) * 1e-3
+    b = rng.standard_normal(kc * 16).astype(np.float32) * 1e-3
+    c = np.zeros(6 * 16, np.float32)
+    names = ["rows", "packed"] + (["exo"] if exo_c is not None else [])
+    best = dict.fromkeys(names, 1e9)
+    for _ in range(reps):
+        for name in names:
+            fn = getattr(lib, f"cs_time_{name}")
+            fn.restype = ctypes.c_double
+            ptrs = [ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)]
+            best[name] = min(best[name], fn(ctypes.c_int64(kc), ctypes.c_int64(calls), *ptrs))
+    gf = {k: 2.0 * 6 * 16 * kc * calls / v / 1e9 for k, v in best.items()}
+    print(f"micro-kernels alone, 6 x 16, KC = {kc}, L1 data, by thread CPU time:")
+    print(f"  ours (A rows, Exo's layout)  {gf['rows']:6.1f} GF/s")
+    print(f"  ours (A packed, the sgemm's) {gf['packed']:6.1f} GF/s")
+    if exo_c is not None:
+        print(f"  exo example ({exo_note})  {gf['exo']:6.1f} GF/s;"
+              f" ours (rows) / exo = {gf['rows'] / gf['exo']:.2f}")  # fmt: skip
+    else:
+        print(f"  exo example: skipped ({exo_note})")
+    print()
 
 
 def _time(f: Callable[[], object]) -> tuple[float, float]:
@@ -138,6 +271,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="n = 256, 512, 1000 only, 2 runs")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--sizes", default="")
+    ap.add_argument("--exo", default=os.environ.get("CURSCHED_EXO_REPO", ""),
+                    help="exo's example file, a checkout, or its bare git directory")  # fmt: skip
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s] or SIZES
     reps = args.reps
@@ -145,6 +280,7 @@ def main() -> int:
         sizes, reps = [256, 512, 1000], 2
     print(f"unset in this process before importing numpy: {_UNSET or 'none was set'}")
     feats = cpu_features()
+    print(f"CPU: {cpu_model()}")
     print(f"CPU: isa() = {isa()}, avx2={'avx2' in feats} fma={'fma' in feats}"
           f" avx512f={'avx512f' in feats}; load average {os.getloadavg()[0]:.1f}"
           f" on {os.cpu_count()} CPUs")  # fmt: skip
@@ -162,6 +298,8 @@ def main() -> int:
             f"FMA probe ({width * 32}-bit): {peak[0] / 1e9:.1f} GFLOP/s by wall clock,"
             f" {peak[1] / 1e9:.1f} by CPU time\n"
         )
+        if isa() in ("avx2", "avx512"):  # the AVX2 micro-kernels run on both
+            bench_microkernels(max(reps, 3), args.exo)
         bench_sizes(sizes, reps, peak)
     return 0
 

@@ -7,20 +7,30 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
 
 1. the zeroing of ``C`` split from the product (``fission``); the product's loops ordered
    ``k, i, j`` (``reorder_loops``);
-2. the iteration space cut into a main part whose extents are multiples of the tiles and
-   the edges (``cut_loop`` at ``MR * (M / MR)``, ``NR * (N / NR)``, ``KC * (K / KC)``):
-   rows and columns past the last whole tile stay scalar loops (``C`` edges), the ``K % KC``
-   remainder runs the same micro-kernel with a shorter ``k`` loop;
-3. cache blocking of the main part (``tile``): ``ko`` (KC deep), ``jo`` (NR wide panels of
-   B), ``io`` (MR rows of A), and the micro-kernel's ``ki, ii, ji`` inside;
-4. packing of the B panel ``B[KC*ko : KC*ko+KC, NR*jo : NR*jo+NR]`` into ``Bp`` (``pack``:
-   ``stage_mem`` + ``lift_alloc``): one KC x NR buffer allocated once, filled once per
-   (ko, jo) and read contiguously by every micro-kernel of the panel;
-5. the micro-kernel block replaced by a call of ``ukernel`` (``replace_all``: the main part
-   and the ``K`` remainder), then ``call_eqv`` to its scheduled version: C tile staged in
-   vector registers (``stage_mem(..., memory=AVX2)`` + ``divide_dim``), a row of Bp in
-   registers, broadcast-FMA instructions (``replace_all``), the register tile fully
-   unrolled (``unroll_all``).
+2. the iteration space cut into whole tiles and the edges of C (``cut_loop`` at
+   ``NR * (N / NR)``, ``KC * (K / KC)``, ``MR * (M / MR)``): the ``N % NR`` right-edge
+   columns run over the whole K on their own packed copy of B (``Be``, ``right_edge``),
+   the ``M % MR`` bottom rows inside each K block on the main part's packed panels of B
+   (``bottom_edge``, then ``fuse`` of the K-block loops); each edge block is a call of an
+   edge micro-kernel (``NR``, ``lanes`` or a masked width) whose scheduled version keeps its
+   C tile in registers, one row per ``if i < MV`` (``unroll_guarded``: split with a guard,
+   cut, unroll), with masked loads, stores and multiply-adds (``mm256_maskload_ps``,
+   ``mm256_maskstore_ps``, ``mm256_mask_fmadd_ps_broadcast``) on a row's last register: no
+   scalar loop is left. The ``K % KC`` remainder runs the same kernels with a shorter ``k``
+   loop, behind ``if K % KC > 0`` (``if_runs``: a kernel's sizes are positive);
+3. cache blocking of the main part (``tile``, ``split``): ``ko`` (KC deep), ``ic`` (MC =
+   MR * mcb rows), ``jo`` (NR wide panels of B), ``ir`` (MR rows), the micro-kernel's
+   ``ki, ii, ji`` inside;
+4. packing (``pack``: ``stage_mem`` + ``divide_dim`` + ``rearrange_dim`` + ``lift_alloc``,
+   each buffer allocated once): the KC x N strip of B as ``Bp[N / NR, KC, NR]`` once per
+   ``ko``, each MC x KC block of A as ``Ap[MC / MR, KC, MR]`` once per ``(ko, ic)``, the rows
+   past the last MC block as ``At``; the K remainder's ``Bq``, ``Aq``, ``Au``. The copies are
+   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``);
+5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
+   scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
+   accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
+   (``insert_noop_call`` of ``mm_prefetch``), a row of Bp in registers, broadcast-FMA
+   instructions (``replace_all``), the register tile fully unrolled (``unroll_all``).
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
 included) and prints the micro-kernel's C.
@@ -43,17 +53,22 @@ from cursched import (
     divide_dim,
     eliminate_dead_code,
     fission,
+    fuse,
+    insert_noop_call,
+    lift_scope,
     proc,
     rename,
     reorder_loops,
+    resize_dim,
     shift_loop,
     simplify,
     specialize,
     split,
     stage_mem,
     tune,
+    unroll_loop,
 )
-from cursched.cursors import IfCursor
+from cursched.cursors import ForCursor, IfCursor, StmtCursor
 from cursched.platforms import x86
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
@@ -80,17 +95,24 @@ class Target(NamedTuple):
     load: Proc
     store: Proc
     fmadd: Proc
+    maskload: Proc  # lanes i < N of a register (the edges of C and of B)
+    maskstore: Proc
+    maskfmadd: Proc
+    zero: Proc  # the register tile's start (accumulated from zero, BLIS's micro-kernel)
+    storeadd: Proc  # C += the tile, at the end
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
 # (benchmarks/results/sgemm_tuning.md); the run before it used 256 and 48
 AVX2_TARGET = Target(
     "avx2", x86.AVX2, 8, 6, 16, 384, 32, x86.mm256_loadu_ps_prefetch, x86.mm256_storeu_ps,
-    x86.mm256_fmadd_ps_broadcast,
+    x86.mm256_fmadd_ps_broadcast, x86.mm256_maskload_ps, x86.mm256_maskstore_ps,
+    x86.mm256_mask_fmadd_ps_broadcast, x86.mm256_setzero_ps, x86.mm256_storeu_add_ps,
 )  # fmt: skip
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
-    x86.mm512_fmadd_ps_broadcast,
+    x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
+    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps,
 )  # fmt: skip
 
 
@@ -128,12 +150,15 @@ def ukernel_{kind}(
     return Proc(check_bounds(parse_source(src, {"DRAM": DRAM}, "<ukernel>")))
 
 
-def schedule_microkernel(uk: Proc, t: Target) -> Proc:
+def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     """Register-block ``uk``: the C tile and a row of B in vector registers, broadcast-FMA
-    instructions, everything but the ``k`` loop unrolled."""
+    instructions, everything but the ``k`` loop unrolled. With ``accum`` (BLIS's way) the
+    tile starts at zero and is added to C at the end, C's rows prefetched before the ``k``
+    loop (``insert_noop_call`` of ``mm_prefetch``): the loads of C, cold in cache, no
+    longer stall the start of every call."""
     p = uk
     k = p.find_loop("k")
-    p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory)
+    p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory, accum=accum)
     for loop in (ct.load.body()[0], p.forward(k).body()[0].body()[0], ct.store.body()[0]):
         p, _ = split(p, loop, t.lanes, ("jo", "ji"), tail="perfect")
     p, _ = divide_dim(p, ct.alloc, 1, t.lanes)
@@ -143,9 +168,179 @@ def schedule_microkernel(uk: Proc, t: Target) -> Proc:
     p, _ = simplify(p)
     # B * A: the instruction's operand order (a register times a broadcast scalar)
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
-    p, _ = replace_all(p, [t.load, t.fmadd, t.store])
+    p, _ = replace_all(p, [t.load, t.fmadd, t.store, t.zero, t.storeadd])
     p, _ = unroll_all(p, [ct.load, ct.store, bv.load, p.forward(k).body()[-1]])
+    if accum:
+        for i in range(t.mr):
+            for j in range(0, t.nr, 16):
+                gap = p.forward(k).before()
+                p, _ = insert_noop_call(p, gap, x86.mm_prefetch, [f"C[{i}, {j}:{j + 16}]"])
     p, _ = rename(p, f"{uk.name()}_{t.name}")
+    return p
+
+
+def edge_microkernel(t: Target, width: int | None) -> Proc:
+    """The plain edge micro-kernel ``C[MV, W] += A[MV, KC] @ B[KC, W]`` for target ``t``:
+    ``1 <= MV <= MR`` rows of the original A, ``W = width`` columns (``NR`` or ``lanes``),
+    or ``W = NV <= lanes`` (``width=None``: the masked kernel)."""
+    w, nv, cond = (str(width), "", "") if width else ("NV", "NV: size, ", "NV <= t.lanes")
+    name = f"ukernel_edge_{width or 'masked'}"
+    src = f"""
+def {name}(
+    KC: size, MV: size, {nv}A: [f32][MV, KC] @ DRAM, B: [f32][KC, {w}] @ DRAM,
+    C: [f32][MV, {w}] @ DRAM
+):
+    assert MV >= 1
+    assert MV <= {t.mr}
+    {f"assert NV <= {t.lanes}" if cond else ""}
+    assert stride(A, 1) == 1
+    assert stride(B, 1) == 1
+    assert stride(C, 1) == 1
+    for k in seq(0, KC):
+        for i in seq(0, MV):
+            for j in seq(0, {w}):
+                C[i, j] += A[i, k] * B[k, j]
+"""
+    from cursched.analysis.bounds import check_bounds
+    from cursched.frontend import parse_source
+
+    return Proc(check_bounds(parse_source(src, {"DRAM": DRAM}, "<ukernel>")))
+
+
+def unroll_guarded(p: Proc, loop: ForCursor, most: int) -> tuple[Proc, list[StmtCursor]]:
+    """Unroll ``for i in seq(0, n)``, ``1 <= n <= most`` by the asserts, into ``most`` copies,
+    copy ``i`` under ``if i < n`` (the first unguarded): the rows of an edge tile each get
+    their own registers (constant indices) while ``n`` stays a run-time size."""
+    p, sp = split(p, loop, most, tail="guard")
+    p, cut = cut_loop(p, sp.outer, 1)  # 1 <= (n + most - 1) / most by the asserts
+    p, _ = eliminate_dead_code(p, cut.second)  # ... and the rest runs no iteration
+    p, one = unroll_loop(p, cut.first)
+    p, rows = unroll_loop(p, one.copies[0])
+    return p, list(rows.copies)
+
+
+def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
+    """Register-block an edge micro-kernel: its C tile in ``MR x W / lanes`` registers (one
+    masked register when ``width`` is None), each row guarded by ``if i < MV``, B's row in
+    registers, masked loads, stores and multiply-adds on the masked lanes."""
+    p = uk
+    k = p.find_loop("k")
+    w = str(width) if width else "NV"
+    p, ct = stage_mem(p, k, f"C[0:MV, 0:{w}]", "Ct", memory=t.memory)
+    p, _ = resize_dim(p, ct.alloc, 0, t.mr)  # MV <= MR rows of registers
+    p, bv = stage_mem(p, p.forward(k).body()[0], f"B[k, 0:{w}]", "Bv", memory=t.memory)
+    rows = [ct.load, p.forward(k).body()[-1], ct.store]
+    if width is None:  # one register, lanes NV.. unused
+        p, _ = resize_dim(p, ct.alloc, 1, t.lanes)
+        p, _ = resize_dim(p, bv.alloc, 0, t.lanes)
+    else:
+        for loop in [*(r.body()[0] for r in rows), bv.load]:
+            p, _ = split(p, loop, t.lanes, ("jo", "ji"), tail="perfect")
+        p, _ = divide_dim(p, ct.alloc, 1, t.lanes)
+        p, _ = divide_dim(p, bv.alloc, 0, t.lanes)
+    p, _ = simplify(p)
+    p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
+    for r in rows:
+        p, _ = unroll_guarded(p, p.forward(r), t.mr)
+    instrs = [t.load, t.maskload, t.fmadd, t.maskfmadd, t.store, t.maskstore]
+    p, _ = replace_all(p, instrs)
+    p, _ = simplify(p)
+    if width is not None:  # the registers of a row
+        p, _ = unroll_all(p, p.find_loop("jo", many=True))
+    p, _ = rename(p, f"{uk.name()}_{t.name}")
+    return p
+
+
+def if_runs(p: Proc, nest: ForCursor, depth: int, cond: str) -> tuple[Proc, ForCursor]:
+    """Put the loop nest ``nest`` behind ``if cond``, ``cond`` saying that its loop ``depth``
+    levels down runs (a kernel's sizes are positive): that loop is moved outermost, the nest
+    specialized on ``cond``, the fallback (it runs no iteration) removed, the loop moved back.
+    Returns the proc and the nest inside the ``if``."""
+    loops = [nest]
+    for _ in range(depth):
+        loops.append(p.forward(loops[-1]).body()[0])
+    for d in reversed(range(depth)):  # the loop ``depth`` down up to the top
+        p, _ = reorder_loops(p, loops[d])
+    inner = loops[depth]
+    p, sp = specialize(p, inner, cond)
+    p, _ = eliminate_dead_code(p, sp.fallback[0])
+    top = sp.branches[0].body()[0]
+    assert isinstance(top, ForCursor)
+    for _ in range(depth):  # back down
+        p, ro = reorder_loops(p, top)
+        top = ro.inner
+    return p, p.forward(sp.branches[0]).body()[0]
+
+
+def lift(p: Proc, s: StmtCursor, times: int) -> Proc:
+    """``lift_scope`` the ``if`` ``s`` out of ``times`` enclosing loops."""
+    for _ in range(times):
+        p, ls = lift_scope(p, s)
+        s = ls.outer
+    return p
+
+
+def right_edge(p: Proc, nest: ForCursor, t: Target) -> Proc:
+    """The ``N % NR`` columns right of the whole tiles (``nest``: ``k, i, j``), over the whole
+    K: their B packed once into ``Be`` (``[K, N % NR]``, contiguous rows read by every row
+    tile), ``MR`` rows at a time, then the ``M % MR`` rows of the corner; in strips of
+    ``lanes`` columns, then the masked last ``N % lanes``."""
+    mr, nr, v = t.mr, t.nr, t.lanes
+    p, _ = shift_loop(p, nest.body()[0].body()[0], 0)
+    p, nest = if_runs(p, nest, 2, f"N % {nr} > 0")
+    p, _ = pack(p, nest, f"B[0:K, {nr} * (N / {nr}):N]", "Be")
+    nest = p.forward(nest)
+    assert isinstance(nest, ForCursor)
+    p, icut = cut_loop(p, nest.body()[0], f"{mr} * (M / {mr})")
+    p, f = fission(p, icut.first.after(), n_lifts=1)
+    # MR rows at a time: for io: for jo (0 or 1 strips): kernel; if N % v > 0: masked
+    p, _ = split(p, f.first.body()[0], mr, ("io", "ii"), tail="perfect")
+    p, ro = reorder_loops(p, f.first)  # io, k, ii, j
+    p, js = split(p, ro.inner.body()[0].body()[0], v, ("jo", "ji"), tail="cut_and_guard")
+    p, g = fission(p, p.forward(js.outer).after(), n_lifts=3)
+    p, _ = reorder_loops(p, g.first.body()[0].body()[0])  # io, k, jo, ii
+    p, _ = reorder_loops(p, g.first.body()[0])  # io, jo, k, ii
+    p = lift(p, js.guard, 3)
+    # the corner: the M % MR rows, behind ``if M % MR > 0``
+    p, _ = shift_loop(p, f.second.body()[0], 0)
+    p, corner = if_runs(p, f.second, 1, f"M % {mr} > 0")
+    p, cs = split(p, corner.body()[0].body()[0], v, ("jo", "ji"), tail="cut_and_guard")
+    p, h = fission(p, p.forward(cs.outer).after(), n_lifts=2)
+    p, _ = reorder_loops(p, h.first.body()[0])  # k, jo, i
+    p, _ = reorder_loops(p, h.first)  # jo, k, i
+    p = lift(p, cs.guard, 2)
+    return p
+
+
+def bottom_edge(p: Proc, nest: ForCursor, t: Target, blocked: bool) -> tuple[Proc, StmtCursor]:
+    """The ``M % MR`` rows below the whole tiles of one K range (``nest``: ``k, i, j``, ``j <
+    NR * (N / NR)``): ``[ko,] jo, k, i, ji`` (``blocked``: the K blocks of ``KC``, so that
+    ``ko`` fuses with the main part's and the rows read its packed panels of B), behind
+    ``if M % MR > 0``. Returns the proc and the outermost statement."""
+    p, _ = shift_loop(p, nest.body()[0], 0)
+    p, _ = split(p, nest.body()[0].body()[0], t.nr, ("jo", "ji"), tail="perfect")
+    p, _ = reorder_loops(p, nest.body()[0])  # k, jo, i
+    p, r = reorder_loops(p, nest)  # jo, k, i
+    top: StmtCursor = r.outer
+    if blocked:
+        p, _ = split(p, r.inner, t.kc, ("ko", "ki"), tail="perfect")
+        p, r2 = reorder_loops(p, r.outer)  # ko, jo, ki, i
+        top = r2.outer
+    return p, top
+
+
+def copy_by_rows(p: Proc, load: StmtCursor, depth: int, q: int) -> Proc:
+    """Tidy a packing copy ``for a: for b: P[x / q, .., x % q] = S[..]``: split its loop
+    ``depth`` levels down (the one divided by ``q``) so that the packed index is
+    ``P[xo, .., xi]`` without a division; for the A panels (``depth`` 0, rows) the ``q`` rows
+    go innermost, so both copies write their buffer in order (4x and 2x faster copies, by a
+    C benchmark of the two forms, than the ``/`` and ``%`` in the inner loop)."""
+    loop = load if depth == 0 else load.body()[0]
+    assert isinstance(loop, ForCursor)
+    p, sp = split(p, loop, q, ("xo", "xi"), tail="perfect")
+    if depth == 0:
+        p, _ = reorder_loops(p, sp.inner)  # xo, b, xi
+    p, _ = simplify(p)
     return p
 
 
@@ -158,23 +353,24 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, nests.second.body()[0])
     p, kij = reorder_loops(p, nests.second)
     prod = kij.outer
-    # 2. whole tiles and edges: k < KC*(K/KC), then i < MR*(M/MR), then j < NR*(N/NR)
-    p, kcut = cut_loop(p, prod, f"{kc} * (K / {kc})")
-    p, icut = cut_loop(p, kcut.first.body()[0], f"{mr} * (M / {mr})")
-    p, jcut = cut_loop(p, icut.first.body()[0], f"{nr} * (N / {nr})")
-    p, _ = fission(p, jcut.first.after(), n_lifts=1)
-    p, kmain = fission(p, icut.first.after(), n_lifts=1)
-    main = kmain.first
-    # the K remainder: the same cuts, its k loop from 0, behind ``if K % KC > 0``
+    # 2. columns: the whole NR-wide panels (K-blocked below) and the right edge (whole K)
+    p, jcut = cut_loop(p, prod.body()[0].body()[0], f"{nr} * (N / {nr})")
+    p, cols = fission(p, jcut.first.after(), n_lifts=2)
+    p = right_edge(p, cols.second, t)
+    # 3. K blocks: k < KC*(K/KC), and the remainder from 0 behind ``if K % KC > 0``; in
+    #    each, the whole MR-row tiles and the bottom edge
+    p, kcut = cut_loop(p, cols.first, f"{kc} * (K / {kc})")
     p, ktail = shift_loop(p, kcut.second, 0)
     p, sp = specialize(p, ktail.loop, f"K % {kc} > 0")
     p, _ = eliminate_dead_code(p, sp.fallback[0])
-    kloop = sp.branches[0].body()[0]
-    p, kic = cut_loop(p, kloop.body()[0], f"{mr} * (M / {mr})")
-    p, kjc = cut_loop(p, kic.first.body()[0], f"{nr} * (N / {nr})")
-    p, _ = fission(p, kjc.first.after(), n_lifts=1)
-    p, kr = fission(p, kic.first.after(), n_lifts=1)
-    rem = kr.first
+    rem = sp.branches[0].body()[0]
+    bottoms = []
+    for nest, blocked in ((kcut.first, True), (rem, False)):
+        p, icut = cut_loop(p, p.forward(nest).body()[0], f"{mr} * (M / {mr})")
+        p, rows = fission(p, icut.first.after(), n_lifts=1)
+        p, b = bottom_edge(p, rows.second, t, blocked)
+        bottoms.append(b)
+    main = kcut.first
     # 3. blocking of the main part: ko, ic (MC rows), jo, ir (MR rows), ki, ii, ji
     p, tl = tile(p, [main, main.body()[0], main.body()[0].body()[0]], [kc, mr, nr],
                  [("ko", "ki"), ("io", "ii"), ("jo", "ji")])  # fmt: skip
@@ -183,7 +379,7 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, p.forward(tl.outer[2]))  # ko, io, jo, ki, ii, ji
     p, mc = split(p, p.forward(io), t.mcb, ("ic", "ir"), tail="cut")
     p, _ = reorder_loops(p, mc.inner)  # ic, jo, ir: one MC x KC block of A for all panels
-    p, _ = reorder_loops(p, mc.tail)  # the rows past the last MC block: jo, io
+    p, mtail = reorder_loops(p, mc.tail)  # the rows past the last MC block: jo, io
     # ... and of the remainder (one short K block): ic, jo, ir, k, ii, ji
     p, rt = tile(p, [rem.body()[0], rem.body()[0].body()[0]], [mr, nr],
                  [("io", "ii"), ("jo", "ji")])  # fmt: skip
@@ -191,30 +387,52 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, _ = reorder_loops(p, p.forward(rem))  # io, jo, k
     p, rmc = split(p, p.forward(rt.outer[0]), t.mcb, ("ic", "ir"), tail="cut")
     p, _ = reorder_loops(p, rmc.inner)
-    p, _ = reorder_loops(p, rmc.tail)
+    p, rtail = reorder_loops(p, rmc.tail)
+    # ... the bottom edge: in the main part's K blocks (it reads their packed panels of B)
+    p, fu = fuse(p, p.forward(ko), bottoms[0])
+    ko = fu.fused
+    for b in (p.forward(ko).body()[-1], bottoms[1]):
+        p, _ = if_runs(p, p.forward(b), 2, f"M % {mr} > 0")
     # 4. packing: the KC x N strip of B as [N / NR, KC, NR] once per ko, the MC x KC block
     #    of A as [MC / MR, KC, MR] once per (ko, ic); each buffer allocated once
     ko = p.forward(ko)
     strip = f"B[{kc} * ko:{kc} * ko + {kc}, 0:{nr} * (N / {nr})]"
-    p, _ = pack(p, ko.body(), strip, "Bp", divide=[(1, nr)], order=(1, 0, 2), lift=1)
+    p, bp = pack(p, ko.body(), strip, "Bp", divide=[(1, nr)], order=(1, 0, 2), lift=1)
+    p = copy_by_rows(p, bp.load, 1, nr)
     rows = f"{mr} * ({t.mcb} * ic)"
     block = f"A[{rows}:{rows} + {mr * t.mcb}, {kc} * ko:{kc} * ko + {kc}]"
     ic = p.forward(mc.outer)
-    p, _ = pack(p, ic.body(), block, "Ap", divide=[(0, mr)], order=(0, 2, 1), lift=2)
+    p, ap = pack(p, ic.body(), block, "Ap", divide=[(0, mr)], order=(0, 2, 1), lift=2)
+    p = copy_by_rows(p, ap.load, 0, mr)
+    # ... the rows past the last whole MC block, packed the same way (``At``)
+    last = f"{mr * t.mcb} * (M / {mr * t.mcb}):{mr} * (M / {mr})"
+    p, at = pack(p, mtail.outer, f"A[{last}, {kc} * ko:{kc} * ko + {kc}]", "At",
+                 divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
+    p = copy_by_rows(p, at.load, 0, mr)
     # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
     # the ``if`` (its extent K % KC is then positive)
     base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
     assert isinstance(cut, IfCursor)
-    p, _ = pack(p, cut.body()[0:2], f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
-                divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
-    p, _ = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
-                "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
-    # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive)
-    plain = {kind: microkernel(t, kind) for kind in ("packed", "rows")}
-    p, calls = replace_all(p, list(plain.values()))
-    fast = {c.ir().name: schedule_microkernel(c, t) for c in plain.values()}
+    p, bq = pack(p, cut.body(), f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
+                 divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
+    p = copy_by_rows(p, bq.load, 1, nr)
+    p, aq = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
+                 "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
+    p = copy_by_rows(p, aq.load, 0, mr)
+    p, au = pack(p, rtail.outer, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
+                 order=(0, 2, 1))  # fmt: skip
+    p = copy_by_rows(p, au.load, 0, mr)
+    # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
+    #    then each callee swapped for its register-blocked version
+    plain = [microkernel(t, "packed")]
+    fast = [schedule_microkernel(plain[0], t)]
+    for w in (nr, t.lanes, None):
+        plain.append(edge_microkernel(t, w))
+        fast.append(schedule_edge_microkernel(plain[-1], t, w))
+    p, calls = replace_all(p, plain)
+    by_name = {u.name(): f for u, f in zip(plain, fast, strict=True)}
     for c in calls.calls:
-        p, _ = call_eqv(p, c, fast[c.node().proc.name])
+        p, _ = call_eqv(p, c, by_name[c.node().proc.name])
     p, _ = simplify(p)
     return p
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, Proc, proc, replace, set_memory
+from cursched import DRAM, Proc, insert_noop_call, proc, replace, set_memory
 from cursched.analysis.bounds import check_bounds
 from cursched.frontend import parse_source
 from cursched.ir.nodes import Const
@@ -391,3 +391,60 @@ def test_masked_load_keeps_the_other_lanes() -> None:
         masked_merge.interpret(n, x, y, want)
         f(n, x, y, got)
         assert np.array_equal(want, got), (n, want, got)
+
+
+@proc
+def masked_update(n: size, y: f32[8] @ DRAM, s: f32[1] @ DRAM, z: f32[8] @ DRAM):
+    assert n <= 8
+    t: f32[8] @ AVX2
+    b: f32[8] @ AVX2
+    for i in seq(0, 8):
+        t[i] = y[i]
+    for i in seq(0, 8):
+        b[i] = z[i]
+    for i in seq(0, n):
+        t[i] += b[i] * s[0]
+    for i in seq(0, 8):
+        z[i] = t[i]
+
+
+def test_masked_fmadd_keeps_the_other_lanes() -> None:
+    """``mm256_mask_fmadd_ps_broadcast`` updates lanes i < n only (the sgemm's masked edge
+    tile): against the interpreter for every n, lanes n..7 keep y's values."""
+    steps = [("i #0", mm256_loadu_ps), ("i #0", mm256_loadu_ps)]
+    steps += [("i #0", x86.mm256_mask_fmadd_ps_broadcast), ("i #0", mm256_storeu_ps)]
+    f = _replace_all(masked_update, steps).compile()
+    assert "_mm256_blendv_ps(" in f.c_source
+    y = np.arange(10, 18, dtype=np.float32)
+    s = np.array([0.5], np.float32)
+    for n in range(1, 9):
+        want, got = -np.arange(8, dtype=np.float32), -np.arange(8, dtype=np.float32)
+        masked_update.interpret(n, y, s, want)
+        f(n, y, s, got)
+        assert np.array_equal(want, got), (n, want, got)
+        assert np.array_equal(got[n:], y[n:])
+
+
+@proc
+def add_into(x: f32[8] @ DRAM, y: f32[16] @ DRAM):
+    t: f32[8] @ AVX2
+    for i in seq(0, 8):
+        t[i] = x[i]
+    for i in seq(0, 8):
+        y[i] += t[i]
+
+
+def test_store_add_and_prefetch() -> None:
+    """``mm256_storeu_add_ps`` is the body's ``y += t`` bit for bit; ``mm_prefetch`` goes in
+    with ``insert_noop_call`` (it changes nothing) and compiles to ``_mm_prefetch``."""
+    p = _replace_all(add_into, [("i #0", mm256_loadu_ps), ("i #0", x86.mm256_storeu_add_ps)])
+    p, _ = insert_noop_call(p, p.body()[0].after(), x86.mm_prefetch, ["y[0:16]"])
+    f = p.compile()
+    assert "_mm_prefetch(" in f.c_source and "_mm256_add_ps(_mm256_loadu_ps(" in f.c_source
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(8).astype(np.float32)
+    y0 = rng.standard_normal(16).astype(np.float32)
+    want, got = y0.copy(), y0.copy()
+    add_into.interpret(x, want)
+    f(x, got)
+    assert np.array_equal(want, got)

@@ -47,13 +47,20 @@ def test_matches_numpy_at_odd_sizes(script: ModuleType, scheduled: Proc) -> None
     assert script.check(scheduled, sizes) <= 1e-5
 
 
-def test_interpreter_agrees_with_the_compiled_code(scheduled: Proc) -> None:
-    # one whole 6 x 16 tile, both edges, a whole K block and a remainder (385 = 384 + 1)
-    m, n, k = 7, 17, 385
+@pytest.mark.parametrize(
+    "m, n, k",
+    [
+        (7, 17, 385),  # a whole 6 x 16 tile, both edges, a K block and a remainder (384 + 1)
+        (5, 7, 3),  # no whole tile: the bottom edge's masked kernel only
+        (13, 45, 2),  # 16 + 16 + 8 + 5 columns, 6 + 6 + 1 rows: every edge kernel
+        (6, 24, 1),  # right edge of exactly one 8-wide strip, no masked part, no bottom edge
+    ],
+)
+def test_interpreter_agrees_with_the_compiled_code(scheduled: Proc, m: int, n: int, k: int) -> None:
     rng = np.random.default_rng(5)
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    c1, c2 = np.zeros((m, n), np.float32), np.zeros((m, n), np.float32)
+    c1, c2 = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
     scheduled.interpret(m, n, k, a, b, c1)
     scheduled.compile()(m, n, k, a, b, c2)
     np.testing.assert_allclose(c1, c2, rtol=1e-5, atol=1e-5)
@@ -70,19 +77,70 @@ def _function(c: str, name: str) -> str:
 
 def test_microkernel_is_vector_code_without_a_scalar_inner_loop(scheduled: Proc) -> None:
     c = scheduled.compile().c_source
-    for name in ("ukernel_packed_avx2", "ukernel_rows_avx2"):
+    for name in ("ukernel_packed_avx2",):
         body = _function(c, name)
         assert body.count("_mm256_fmadd_ps(") == 12, name  # the 6 x 2 register tile
         assert body.count("_mm256_loadu_ps(") == 12 + 2 and body.count("_mm256_storeu_ps(") == 12
         assert "__m256 Ct[6][2];" in body
+        # the tile accumulates from zero, C's 6 rows prefetched before the k loop, added at
+        # the end (BLIS's micro-kernel)
+        head = body[: body.index("for (")]
+        assert head.count("_mm256_setzero_ps()") == 12 and head.count("_mm_prefetch(") == 6
+        assert body.count("_mm256_add_ps(_mm256_loadu_ps(") == 12
         assert len(re.findall(r"\bfor \(", body)) == 1, "only the k loop is left"
         assert "+=" not in body and "*restrict" in body.split("{", 1)[0]
-    # the packed buffers are allocated once, outside every loop (the K remainder's in its
-    # ``if``, one level down)
+    # the edges: masked registers where a row is shorter than one, each row of the tile its
+    # own registers (guarded by ``if i < MV``), no scalar loop
+    lanes = {"ukernel_edge_16_avx2": 12, "ukernel_edge_8_avx2": 6, "ukernel_edge_masked_avx2": 6}
+    for name, fmas in lanes.items():
+        body = _function(c, name)
+        assert body.count("_mm256_fmadd_ps(") == fmas, name
+        assert len(re.findall(r"\bfor \(", body)) == 1, "only the k loop is left"
+        assert "+=" not in body and "Ct[i" not in body, name
+        assert body.count("if (5 < MV)") == 3, name  # the load, the update, the store
+    masked = _function(c, "ukernel_edge_masked_avx2")
+    assert (
+        masked.count("_mm256_maskload_ps(") == 6 + 1 and masked.count("_mm256_maskstore_ps(") == 6
+    )
+    assert "_mm256_loadu_ps(" not in masked and "_mm256_storeu_ps(" not in masked
+    # the packed buffers are allocated once, outside every loop (the K remainder's and the
+    # right edge's in their ``if``, one level down)
     mallocs = [ln for ln in _function(c, "sgemm").splitlines() if "malloc(" in ln]
     names = sorted(ln.split("*")[1].split(" ")[0] for ln in mallocs)
-    assert names == ["Ap", "Aq", "Bp", "Bq"], mallocs
+    assert names == ["Ap", "Aq", "At", "Au", "Be", "Bp", "Bq"], mallocs
     assert all(ln.startswith(("    float *", "        float *")) for ln in mallocs), mallocs
+
+
+def test_no_scalar_update_of_c_is_left(scheduled: Proc) -> None:
+    """Every update of C, edges included, is a micro-kernel call: no scalar edge loop."""
+    text = str(scheduled)
+    assert "+=" not in text
+    calls = set(re.findall(r"(ukernel_\w+)\(", text))
+    assert calls == {
+        "ukernel_packed_avx2", "ukernel_edge_16_avx2",
+        "ukernel_edge_8_avx2", "ukernel_edge_masked_avx2",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [16, 8, None])
+def test_edge_microkernels_match_their_plain_version(script: ModuleType, width: int | None) -> None:
+    """Every row count and (masked) width: the compiled, register-blocked edge kernel equals
+    the interpreted plain one (C's other elements untouched: C is a window of a bigger array)."""
+    t = script.AVX2_TARGET
+    plain = script.edge_microkernel(t, width)
+    f = script.schedule_edge_microkernel(plain, t, width).compile()
+    rng = np.random.default_rng(7)
+    for mv in range(1, 7):
+        for nv in [width] if width else range(1, 9):
+            k = 5
+            a = rng.standard_normal((mv, k)).astype(np.float32)
+            b = rng.standard_normal((k, nv)).astype(np.float32)
+            big = rng.standard_normal((8, 20)).astype(np.float32)
+            want, got = big.copy(), big.copy()
+            sizes = (k, mv) if width else (k, mv, nv)
+            plain.interpret(*sizes, a, b, want[1 : 1 + mv, 2 : 2 + nv])
+            f(*sizes, a, b, got[1 : 1 + mv, 2 : 2 + nv])
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{mv} x {nv}")
 
 
 def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,6 +152,10 @@ def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyP
     fast = script.schedule_microkernel(script.microkernel(t, "packed"), t)
     c = generate_unit("uk", [fast.ir()]).c_source
     assert c.count("_mm512_fmadd_ps(") == 28 and "__m512 Ct[14][2];" in c
+    edge = script.schedule_edge_microkernel(script.edge_microkernel(t, None), t, None)
+    c = generate_unit("uk", [edge.ir()]).c_source
+    assert c.count("_mm512_mask3_fmadd_ps(") == 14 and "__m512 Ct[14];" in c
+    assert c.count("_mm512_mask_loadu_ps(") == 15 and c.count("_mm512_mask_storeu_ps(") == 14
 
 
 def test_replace_refuses_a_b_whose_rows_are_strided(script: ModuleType) -> None:

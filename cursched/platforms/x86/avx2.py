@@ -30,6 +30,7 @@ __all__ = [
     "mm256_fmadd_ps_broadcast",
     "mm256_loadu_ps",
     "mm256_loadu_ps_prefetch",
+    "mm256_mask_fmadd_ps_broadcast",
     "mm256_maskload_ps",
     "mm256_maskstore_ps",
     "mm256_max_ps",
@@ -38,7 +39,9 @@ __all__ = [
     "mm256_reduce_add_ps",
     "mm256_reduce_max_ps",
     "mm256_setzero_ps",
+    "mm256_storeu_add_ps",
     "mm256_storeu_ps",
+    "mm_prefetch",
 ]
 
 #: Lanes ``i < N`` set: the mask of the masked loads and stores.
@@ -69,6 +72,25 @@ def mm256_storeu_ps(dst: [f32][8] @ DRAM, src: [f32][8] @ AVX2):
     assert stride(src, 0) == 1
     for i in seq(0, 8):
         dst[i] = src[i]
+
+
+@instr("_mm256_storeu_ps({dst}, _mm256_add_ps(_mm256_loadu_ps({dst}), {src}));")
+def mm256_storeu_add_ps(dst: [f32][8] @ DRAM, src: [f32][8] @ AVX2):
+    # ``dst += src`` in memory: a register tile accumulated from zero is added to C once at
+    # the end (BLIS's micro-kernel), so C is not needed before the k loop; one rounding per
+    # lane, as the body's
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, 8):
+        dst[i] += src[i]
+
+
+@instr("_mm_prefetch((const char *)({src}), _MM_HINT_T0);")
+def mm_prefetch(src: [f32][16] @ DRAM):
+    # a hint to bring the line of src[0] (16 floats: 64 bytes) into L1 ahead of its use: it
+    # neither faults nor changes memory, so its body is empty; insert it with
+    # insert_noop_call
+    pass
 
 
 @instr(
@@ -131,6 +153,23 @@ def mm256_fmadd_ps_broadcast(dst: [f32][8] @ AVX2, lhs: [f32][8] @ AVX2, rhs: [f
     assert stride(dst, 0) == 1
     assert stride(lhs, 0) == 1
     for i in seq(0, 8):
+        dst[i] += lhs[i] * rhs[0]
+
+
+@instr(
+    "{dst} = _mm256_blendv_ps({dst}, _mm256_fmadd_ps({lhs}, _mm256_broadcast_ss({rhs}), {dst}),"
+    " _mm256_castsi256_ps(" + _MASK + "));"
+)
+def mm256_mask_fmadd_ps_broadcast(
+    N: size, dst: [f32][8] @ AVX2, lhs: [f32][8] @ AVX2, rhs: [f32][1] @ DRAM
+):
+    # the multiply-add on lanes i < N only (a masked edge tile's last register): lanes N..7
+    # keep their value, as the body says, so the template blends (AVX2 has no masked FMA);
+    # the mask depends on N alone, which the compiler hoists out of the micro-kernel's loop
+    assert N <= 8
+    assert stride(dst, 0) == 1
+    assert stride(lhs, 0) == 1
+    for i in seq(0, N):
         dst[i] += lhs[i] * rhs[0]
 
 

@@ -21,7 +21,10 @@ __all__ = [
     "mm512_fmadd_ps_broadcast",
     "mm512_loadu_ps",
     "mm512_mask_fmadd_ps",
+    "mm512_mask_fmadd_ps_broadcast",
     "mm512_mask_storeu_ps",
+    "mm512_maskload_ps",
+    "mm512_maskstore_ps",
     "mm512_maskz_loadu_ps",
     "mm512_max_ps",
     "mm512_min_ps",
@@ -31,6 +34,7 @@ __all__ = [
     "mm512_set1_ps",
     "mm512_set1_ps_scalar",
     "mm512_setzero_ps",
+    "mm512_storeu_add_ps",
     "mm512_storeu_ps",
 ]
 
@@ -75,6 +79,15 @@ def mm512_mask_storeu_ps(N: size, dst: [f32][N] @ DRAM, src: [f32][16] @ AVX512)
             dst[i] = src[i]
 
 
+@instr("_mm512_storeu_ps({dst}, _mm512_add_ps(_mm512_loadu_ps({dst}), {src}));")
+def mm512_storeu_add_ps(dst: [f32][16] @ DRAM, src: [f32][16] @ AVX512):
+    # as mm256_storeu_add_ps: a register tile accumulated from zero added to C at the end
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, 16):
+        dst[i] += src[i]
+
+
 @instr("{dst} = _mm512_setzero_ps();")
 def mm512_setzero_ps(dst: [f32][16] @ AVX512):
     assert stride(dst, 0) == 1
@@ -113,6 +126,40 @@ def mm512_fmadd_ps_broadcast(
     assert stride(dst, 0) == 1
     assert stride(lhs, 0) == 1
     for i in seq(0, 16):
+        dst[i] += lhs[i] * rhs[0]
+
+
+# The masked forms of a loop ``for i in seq(0, N)`` (AVX2's ``mm256_maskload_ps`` shape: what
+# stage_mem of a window ``[0:N]`` makes), for the sgemm's masked edge micro-kernels; merge
+# masking keeps lanes N..15, as the bodies say
+
+
+@instr("{dst} = _mm512_mask_loadu_ps({dst}, " + _MASK + ", {src});")
+def mm512_maskload_ps(N: size, dst: [f32][16] @ AVX512, src: [f32][N] @ DRAM):
+    assert N <= 16
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    for i in seq(0, N):
+        dst[i] = src[i]
+
+
+@instr("_mm512_mask_storeu_ps({dst}, " + _MASK + ", {src});")
+def mm512_maskstore_ps(N: size, dst: [f32][N] @ DRAM, src: [f32][16] @ AVX512):
+    assert N <= 16
+    assert stride(dst, 0) == 1
+    assert stride(src, 0) == 1
+    for i in seq(0, N):
+        dst[i] = src[i]
+
+
+@instr("{dst} = _mm512_mask3_fmadd_ps({lhs}, _mm512_set1_ps(*{rhs}), {dst}, " + _MASK + ");")
+def mm512_mask_fmadd_ps_broadcast(
+    N: size, dst: [f32][16] @ AVX512, lhs: [f32][16] @ AVX512, rhs: [f32][1] @ DRAM
+):
+    assert N <= 16
+    assert stride(dst, 0) == 1
+    assert stride(lhs, 0) == 1
+    for i in seq(0, N):
         dst[i] += lhs[i] * rhs[0]
 
 

@@ -1,0 +1,50 @@
+"""benchmarks/sgemm.py finds Exo's AVX2 example in a copy of the exo repository (file,
+checkout or bare git directory) and says why when it cannot, so the run skips Exo's row
+cleanly instead of failing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from .scripts import ROOT, load_module
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    saved = dict(os.environ)  # the benchmark unsets OpenBLAS variables when imported
+    try:
+        return load_module(ROOT / "benchmarks" / "sgemm.py", "sgemm_bench_under_test")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_no_copy_of_exo_is_a_reason_not_an_error(bench: ModuleType, tmp_path: Path) -> None:
+    text, why = bench.exo_example_source("")
+    assert text is None and "--exo PATH" in why
+    text, why = bench.exo_example_source(str(tmp_path))
+    assert text is None and bench.EXAMPLE in why
+    c, why = bench.exo_microkernel_c(str(tmp_path))
+    assert c is None and why  # no example (or no exo-lang): a reason either way
+
+
+def test_the_example_is_found_as_a_file_a_checkout_or_git(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    repo = tmp_path / "exo"
+    example = repo / bench.EXAMPLE
+    example.parent.mkdir(parents=True)
+    example.write_text("# stand-in\n")
+    assert bench.exo_example_source(str(example))[0] == "# stand-in\n"
+    assert bench.exo_example_source(str(repo))[0] == "# stand-in\n"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for cmd in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run([*git, *cmd], check=True)
+    example.unlink()  # only the git history has it now
+    text, why = bench.exo_example_source(str(repo / ".git"))
+    assert text == "# stand-in\n" and "(git)" in why
