@@ -178,8 +178,10 @@ def context_of(p: ProcDef, path: Path) -> PathContext:
                 ctx = ctx.enter_loop(node)
             elif isinstance(node, If):
                 ctx = ctx.enter_if(node.cond, attr == "body")
-            for s in child[: max(index, 0)]:
-                ctx = ctx.declare(s)
+            for k in block_binders(child):
+                if k >= index:
+                    break
+                ctx = ctx.declare(child[k])
         if not isinstance(child, tuple):
             node = child
         elif 0 <= index < len(child):
@@ -187,6 +189,29 @@ def context_of(p: ProcDef, path: Path) -> PathContext:
         else:
             break  # a gap at the end of a block
     return ctx
+
+
+# The positions of the statements that bind a symbol (windows, allocations) in a block, by
+# the block tuple's identity (kept alive in the entry): versions of a proc share their
+# unchanged blocks, and a context only needs these statements of the blocks around it, where
+# a block of a big proc has thousands of others. Cleared when full.
+_BINDERS: dict[int, tuple[tuple[Stmt, ...], tuple[int, ...]]] = {}
+_BINDERS_LIMIT = 1 << 12
+_BINDER_TYPES = frozenset((Alloc, WindowStmt))
+
+
+def block_binders(block: tuple[Stmt, ...]) -> tuple[int, ...]:
+    """The positions of the window statements and allocations of ``block``, in order."""
+    hit = _BINDERS.get(id(block))
+    if hit is not None and hit[0] is block:
+        return hit[1]
+    found: tuple[int, ...] = ()
+    if not _BINDER_TYPES.isdisjoint(map(type, block)):  # at C speed: most blocks bind nothing
+        found = tuple(k for k, s in enumerate(block) if type(s) in _BINDER_TYPES)
+    if len(_BINDERS) >= _BINDERS_LIMIT:
+        _BINDERS.clear()
+    _BINDERS[id(block)] = (block, found)
+    return found
 
 
 def arg_of(p: ProcDef, sym: Sym) -> FnArg | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from cursched.cursors.index import count_loops, nth_alloc, nth_loop
 from cursched.cursors.kinds import ArgCursor, Cursor, ExprCursor
 from cursched.cursors.locs import ArgLoc, BlockLoc, NodeLoc
 from cursched.cursors.stmts import BlockCursor, ForCursor, StmtCursor, make_cursor
@@ -409,10 +410,28 @@ def find_loop(proc: Proc, pattern: str, within: Cursor | None = None, many: bool
             return find(proc, text, many=many, within=within)
         if not name.isidentifier():
             raise PatternError(f"find_loop wants a loop variable name like 'i #1', got {pattern!r}")
+        if within is None:
+            found = _indexed_loops(proc, name, None if nth is None else int(nth), many)
+            if found is not None:
+                return found
         text = f"for {name} in _: _" + (f" #{nth}" if nth is not None else "")
     c = find(proc, text, many=many, within=within)
     assert all(isinstance(x, ForCursor) for x in c) if many else isinstance(c, ForCursor)
     return c
+
+
+def _indexed_loops(proc: Proc, name: str, nth: int | None, many: bool) -> Any:
+    """``find_loop`` by name through the per-node index (``cursors.index``): the cursor, the
+    list with ``many``, or None where nothing matches (``find`` then words the error)."""
+    body = proc.ir().body
+    if many and nth is None:
+        paths = [nth_loop(body, name, k) for k in range(count_loops(body, name))]
+        return [make_cursor(proc, NodeLoc(p)) for p in paths if p is not None] or None
+    path = nth_loop(body, name, nth or 0)
+    if path is None:
+        return None
+    c = make_cursor(proc, NodeLoc(path))
+    return [c] if many else c
 
 
 def find_alloc_or_arg(proc: Proc, name: str) -> Cursor:
@@ -425,12 +444,9 @@ def find_alloc_or_arg(proc: Proc, name: str) -> Cursor:
         base = alloc.group(1)
     if not base.isidentifier():
         raise PatternError(f"find_alloc_or_arg wants a name, got {name!r}")
-    count = 0
-    for path, s in walk_stmts(proc.ir().body, ()):
-        if isinstance(s, Alloc) and s.sym.name == base:
-            if count == nth:
-                return make_cursor(proc, NodeLoc(path))
-            count += 1
+    path = nth_alloc(proc.ir().body, base, nth)
+    if path is not None:
+        return make_cursor(proc, NodeLoc(path))
     for i, a in enumerate(proc.ir().args):
         if a.sym.name == base:
             return ArgCursor(proc, ArgLoc(i))

@@ -5,7 +5,10 @@ e.g. ``[sym-defined]``), the proc, the place (a path as in ``cursched.ir.paths``
 ``body[1].body[0].rhs``) and the source location when known. It runs after every primitive in
 the tests, so it is one walk over the proc, linear in its size; each callee is verified once.
 Control expressions and assignments already verified (the same node objects, which versions
-of a proc share) are not walked again where the symbols they read are bound as before.
+of a proc share) are not walked again where the symbols they read are bound as before
+(``memo=False`` turns this off: the reference walk of ``CURSCHED_VERIFY=full``). Every proc
+that passes is remembered (``known_valid``): after a primitive, the registry checks the new
+version incrementally against its input (``cursched.ir.verify_step``).
 
 The invariants, each checked by one small function below:
 
@@ -93,7 +96,7 @@ from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL, INDEX, ControlType, DataType, TensorType, Type
 
-__all__ = ["verify_proc"]
+__all__ = ["known_valid", "remember_valid", "verify_proc"]
 
 Role: TypeAlias = Literal["param", "loop", "alloc", "window"]
 # The value of an integer constant expression, or None for anything that reads a variable.
@@ -106,6 +109,9 @@ class _Var:
     role: Role
     # Where a data buffer lives (a window lives where its tensor does); None for control.
     mem: object = None
+
+
+LOOP_VAR = _Var(INDEX, "loop")
 
 
 def _is_int(t: Type) -> bool:
@@ -132,10 +138,13 @@ _WRITE_MEMO: dict[int, tuple[Stmt, _Deps]] = {}
 
 
 class _Verifier:
-    def __init__(self, p: ProcDef, verified: set[int]) -> None:
+    def __init__(self, p: ProcDef, verified: set[int], memo: bool = True) -> None:
         self.p = p
         self.env: dict[Sym, _Var] = {}
         self.verified = verified
+        # memo=False: the reference walk (``CURSCHED_VERIFY=full``) reuses nothing checked
+        # before: no memo of expressions or statements, no proc known to be valid
+        self.memo = memo
         # the bindings read by the control expression being checked (None: outside one)
         self.deps: dict[Sym, _Var] | None = None
         self.cuda_depth = 0  # how many target="cuda" scopes enclose the statement checked
@@ -184,7 +193,7 @@ class _Verifier:
     # -- control expressions ---------------------------------------- control-expr, op-type
     def ctrl(self, e: Expr, path: Path) -> Value:
         """Check a control expression; return its value when it is an integer constant."""
-        if not isinstance(e, BinOp | USub):
+        if not isinstance(e, BinOp | USub) or not self.memo:
             return self._ctrl(e, path)
         hit = _CTRL_MEMO.get(id(e))
         if hit is not None and hit[0] is e:
@@ -461,6 +470,9 @@ class _Verifier:
 
     def write_once(self, s: Assign | Reduce, path: Path) -> None:
         """``write``, skipped for a statement already checked under equal bindings."""
+        if not self.memo:
+            self.write(s, path)
+            return
         hit = _WRITE_MEMO.get(id(s))
         if hit is not None and hit[0] is s:
             env = self.env
@@ -492,6 +504,12 @@ class _Verifier:
         self.data(s.rhs, (*path, ("rhs", -1)))
 
     def loop(self, s: For, path: Path) -> None:
+        self.loop_header(s, path)
+        self.bind(s.iter, LOOP_VAR, path, [])
+        self.block(s.body, path, "body")
+        del self.env[s.iter]
+
+    def loop_header(self, s: For, path: Path) -> None:
         self.int_ctrl(s.lo, (*path, ("lo", -1)), "loop-bounds", "a loop bound")
         self.int_ctrl(s.hi, (*path, ("hi", -1)), "loop-bounds", "a loop bound")
         if s.mode not in ("seq", "par"):
@@ -501,9 +519,6 @@ class _Verifier:
         ):
             msg = f"loop {s.iter!r} bound to {s.axis!r} (mode {s.mode}, cuda scopes around: "
             self.fail("loop-axis", path, msg + f"{self.cuda_depth})")
-        self.bind(s.iter, _Var(INDEX, "loop"), path, [])
-        self.block(s.body, path, "body")
-        del self.env[s.iter]
 
     def alloc(self, s: Alloc, path: Path) -> None:
         t = s.type
@@ -519,20 +534,23 @@ class _Verifier:
 
     def call(self, s: Call, path: Path) -> None:
         callee = s.proc
-        if id(callee) not in self.verified:
-            _Verifier(callee, self.verified).proc()
+        if id(callee) not in self.verified and not (self.memo and _known_valid(callee)):
+            _Verifier(callee, self.verified, self.memo).proc()
         if len(s.args) != len(callee.args):
             self.fail("call-args", path, f"{callee.name} takes {len(callee.args)} arguments")
         for k, (a, param) in enumerate(zip(s.args, callee.args, strict=True)):
             self.call_arg(a, param, (*path, ("args", k)))
 
     def scope(self, s: Scope, path: Path) -> None:
-        if not s.name or (s.target is not None and not s.target):
-            self.fail("scope", path, f"scope name {s.name!r}, target {s.target!r}")
+        self.scope_header(s, path)
         cuda = s.target == "cuda"
         self.cuda_depth += cuda
         self.block(s.body, path, "body")
         self.cuda_depth -= cuda
+
+    def scope_header(self, s: Scope, path: Path) -> None:
+        if not s.name or (s.target is not None and not s.target):
+            self.fail("scope", path, f"scope name {s.name!r}, target {s.target!r}")
 
     # -- the proc ------------------------------------------------------------------------
     def fnarg(self, a: FnArg, path: Path, bound: list[Sym]) -> None:
@@ -602,10 +620,41 @@ def _check_extent(v: _Verifier, lo: Expr, hi: Expr, ext: Expr, path: Path) -> No
         v.fail("window-expr", path, "the extent is not the interval's hi - lo")
 
 
-def verify_proc(p: ProcDef) -> None:
+# Procs that passed a verification, by id with the proc kept alive (versions share most of
+# their nodes, so an entry costs little): ``verify_step`` checks a new version against one of
+# these, and a call to one of them needs no second walk of the callee. Only a proc that
+# passed goes in, so membership is proof of validity; cleared when full.
+_VALID: dict[int, ProcDef] = {}
+_VALID_LIMIT = 1 << 10
+
+
+def known_valid(p: ProcDef) -> bool:
+    """Whether ``p`` (this very object) passed a verification in this process."""
+    return _VALID.get(id(p)) is p
+
+
+def remember_valid(p: ProcDef) -> None:
+    """Record that ``p`` passed a verification (only a verifier may call this)."""
+    if len(_VALID) >= _VALID_LIMIT:
+        _VALID.clear()
+    _VALID[id(p)] = p
+
+
+def _known_valid(p: ProcDef) -> bool:
+    return _VALID.get(id(p)) is p
+
+
+def verify_proc(p: ProcDef, *, memo: bool = True) -> None:
     """Check every invariant listed in this module's docstring on ``p`` and its callees.
+
+    Args:
+        p: the proc.
+        memo: reuse the checks of nodes already verified (under equal bindings) and skip
+            callees known valid; ``False`` is the reference walk that reuses nothing
+            (``CURSCHED_VERIFY=full``, and the soundness fuzzer's comparison).
 
     Raises:
         IRVerificationError: naming the first broken invariant and where it is broken.
     """
-    _Verifier(p, set()).proc()
+    _Verifier(p, set(), memo).proc()
+    remember_valid(p)

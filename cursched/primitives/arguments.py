@@ -25,13 +25,12 @@ from typing import Any, Literal
 from cursched.analysis import affine as af
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, Cursor, ExprCursor, StmtCursor
+from cursched.cursors.index import bound_names
 from cursched.cursors.show import loc_text, show_loc
-from cursched.cursors.tree import walk
 from cursched.errors import BadArgumentError, SchedulingError
 from cursched.ir.memory import BUILTIN_MEMORIES, DRAM, Memory
 from cursched.ir.nodes import (
     STMT_TYPES,
-    Alloc,
     BinOp,
     Const,
     Expr,
@@ -44,7 +43,6 @@ from cursched.ir.nodes import (
     USub,
     WAccess,
     WindowExpr,
-    WindowStmt,
 )
 from cursched.ir.paths import Path, get_at
 from cursched.ir.symbols import Sym
@@ -146,13 +144,8 @@ def _stmt_path(ir: ProcDef, path: Path) -> Path:
 
 
 def _bound_names(node: Any) -> set[str]:
-    out: set[str] = set()
-    for _, x in walk(node):
-        if isinstance(x, For):
-            out.add(x.iter.name)
-        elif isinstance(x, Alloc | WindowStmt):
-            out.add(x.sym.name)
-    return out
+    # cached per statement node (cursors.index): a step leaves most statements shared
+    return set(bound_names(node))
 
 
 def _visible_names(ir: ProcDef, path: Path) -> set[str]:
@@ -192,8 +185,7 @@ def taken_names(proc_ir: ProcDef, where: Cursor, scope: NameScope) -> set[str]:
     for n in nodes:
         names |= _bound_names(n)
     if scope == "rest":
-        for s in siblings:
-            names |= _bound_names(s)
+        names |= bound_names(tuple(siblings))
     return names
 
 

@@ -32,8 +32,11 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
    (``cursched.cursors.edits``) and returns ``ed.done(TheCursors, field=location, ...)``;
 3. makes the new ``Proc`` with its ``StepRecord`` (primitive, arguments, forwarding map,
    result locations) so that ``forward`` and ``history()`` work;
-4. verifies the new IR with ``cursched.ir.verify.verify_proc`` when ``settings.verify`` is on
-   (default on; ``CURSCHED_VERIFY=0`` turns it off) and checks that every returned cursor
+4. verifies the new IR when ``settings.verify`` is on (default on; ``CURSCHED_VERIFY=0``
+   turns it off): by default incrementally, only what the step changed against its input
+   (``cursched.ir.verify_step``; the input is known valid when an earlier verified step
+   made it, else the whole new proc is walked); ``CURSCHED_VERIFY=full`` runs the
+   whole-proc ``verify_proc`` reusing nothing; then it checks that every returned cursor
    points into the new proc;
 5. is the API boundary: a ``CurschedError`` leaves through ``errors.at_boundary`` (the
    user's traceback ends at the primitive's call; the internal chain stays on the error);
@@ -128,16 +131,24 @@ Buffer: TypeAlias = AllocCursor | ArgCursor
 """A parameter annotation for a buffer: an allocation or a parameter (strings are names)."""
 
 
+_VERIFY_ENV = os.environ.get("CURSCHED_VERIFY", "1")
+
+
 @dataclass
 class Settings:
     """Process-wide switches of the framework.
 
     Attributes:
-        verify: run ``verify_proc`` after every primitive (``CURSCHED_VERIFY=0`` turns the
+        verify: verify the IR after every primitive (``CURSCHED_VERIFY=0`` turns the
             default off; the test suite always runs with it on).
+        verify_mode: ``"incremental"`` (the default): check only what the step changed
+            against its input, known valid (``cursched.ir.verify_step``), the cost of the
+            change and not of the proc; ``"full"`` (``CURSCHED_VERIFY=full``): the whole
+            proc, reusing nothing (``verify_proc(ir, memo=False)``).
     """
 
-    verify: bool = os.environ.get("CURSCHED_VERIFY", "1") != "0"
+    verify: bool = _VERIFY_ENV != "0"
+    verify_mode: str = "full" if _VERIFY_ENV == "full" else "incremental"
 
 
 settings = Settings()
@@ -484,16 +495,20 @@ class _Primitive:
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:
-            _verify(new, name)
+            _verify(new, proc, name)
         out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
         return new, out
 
 
-def _verify(proc: Proc, prim: str) -> None:
+def _verify(proc: Proc, before: Proc, prim: str) -> None:
     from cursched.ir.verify import verify_proc
+    from cursched.ir.verify_step import verify_step
 
     try:
-        verify_proc(proc.ir())
+        if settings.verify_mode == "full":
+            verify_proc(proc.ir(), memo=False)
+        else:
+            verify_step(proc.ir(), before.ir())
     except IRVerificationError as e:
         raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
 

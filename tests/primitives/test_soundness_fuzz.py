@@ -3,7 +3,9 @@
 Property (issues 6 and 7, "zero unsound acceptances"): each step either raises a
 ``SchedulingError`` or ``CursorError`` subclass, or yields a proc that
 
-1. passes ``verify_proc``;
+1. passes ``verify_proc`` in both modes, the whole-proc walk and the incremental one
+   against the step's input, which also agree on corrupted copies of it
+   (``verify_agree``);
 2. returns cursors that all point into the new proc and resolve there;
 3. is equivalent to the ORIGINAL proc under the interpreter (``assert_equivalent``, a few
    trials at small sizes), also with every ``par`` loop run backwards (races show up);
@@ -58,11 +60,11 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.traversal import map_expr_children, map_stmt_children, subst_stmt, walk_stmts
 from cursched.ir.types import BOOL, F32, INDEX, ControlType, TensorType
-from cursched.ir.verify import verify_proc
 from cursched.testing import assert_equivalent
 from tests.primitives.fuzzcompile import compare_compiled, compilable
 from tests.primitives.fuzzgen import ENV, HELPERS, proc_text
 from tests.primitives.fuzzsteps import NoTarget, available_steps
+from tests.primitives.verify_agree import check_agree_corrupted
 
 EXAMPLES = int(os.environ.get("CURSCHED_FUZZ_EXAMPLES", "0"))
 MAX_STEPS = int(os.environ.get("CURSCHED_FUZZ_STEPS", "6"))
@@ -254,7 +256,8 @@ def run_schedule(
         name, new, cursors = made
         try:
             assert isinstance(new, Proc)
-            verify_proc(new.ir())
+            # both verification modes, on the step and on corrupted copies (issue 16)
+            check_agree_corrupted(p.ir(), new.ir(), seed=len(log))
             check_cursors(new, cursors)
             assert_equivalent(original, new, trials=3)
             check_par_loops(original, new)

@@ -18,13 +18,12 @@ from typing import TypeAlias
 
 from cursched.analysis import affine as af
 from cursched.cursors import AllocCursor, ArgCursor, BlockLoc, NodeLoc
+from cursched.cursors.index import bound_names
 from cursched.cursors.tree import stmt_list, walk
 from cursched.ir.nodes import (
-    Alloc,
     Assign,
     BinOp,
     Expr,
-    For,
     Node,
     ProcDef,
     Read,
@@ -32,7 +31,6 @@ from cursched.ir.nodes import (
     Stmt,
     StrideExpr,
     WindowExpr,
-    WindowStmt,
 )
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
@@ -107,13 +105,8 @@ def scope_stmts(ir: ProcDef, block: BlockLoc) -> tuple[tuple[Stmt, ...], tuple[P
 
 def used_names(ir: ProcDef) -> set[str]:
     """Names of every symbol the proc binds (parameters, loops, allocations, windows)."""
-    names = {a.sym.name for a in ir.args}
-    for _, node in walk(ir):
-        if isinstance(node, For):
-            names.add(node.iter.name)
-        elif isinstance(node, Alloc | WindowStmt):
-            names.add(node.sym.name)
-    return names
+    # the body's names are cached per statement node (cursors.index), shared across steps
+    return {a.sym.name for a in ir.args} | bound_names(ir)
 
 
 def fresh_name(taken: set[str], base: str) -> str:

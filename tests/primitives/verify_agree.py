@@ -1,0 +1,74 @@
+"""The soundness fuzzer's comparison of the two verification modes (issue 16).
+
+After every accepted step, the whole-proc walk that reuses nothing (``CURSCHED_VERIFY=full``)
+and the incremental walk of the new proc against the step's input (the default) must agree:
+on the new proc itself (both pass), and on corrupted copies of it, where the IR is broken on
+purpose next to what the step changed or far from it (a statement deleted, one repeated, two
+swapped, one hoisted out of its loops to the top of the proc): the same verdict, the same message. A corruption that deletes an
+allocation or a loop shows a blind spot of the incremental walk (uses left unbound after an
+unchanged statement), one that repeats a binding shows ``sym-unique`` across shared code.
+"""
+
+from __future__ import annotations
+
+import random
+
+from cursched.cursors.tree import stmt_list, update_at, walk_stmts
+from cursched.ir.nodes import Alloc, ProcDef, WindowStmt
+from cursched.ir.paths import Path
+from cursched.ir.verify import known_valid, verify_proc
+from cursched.ir.verify_step import verify_both
+
+
+def check_agree(old: ProcDef, new: ProcDef) -> None:
+    """Full and incremental verification of ``new`` (a step from ``old``) agree."""
+    if not known_valid(old):
+        verify_proc(old, memo=False)
+    full, incremental = verify_both(new, old)
+    assert full == incremental, (
+        f"verification modes disagree: full says {full or 'valid'}, "
+        f"incremental says {incremental or 'valid'}"
+    )
+
+
+def _edit(ir: ProcDef, path: Path, how: str) -> ProcDef:
+    parent, (attr, k) = path[:-1], path[-1]
+    block = stmt_list(ir, parent, attr)
+    if how == "delete":
+        lst = (*block[:k], *block[k + 1 :])
+    elif how == "repeat":
+        lst = (*block[: k + 1], block[k], *block[k + 1 :])
+    elif how == "hoist":  # out of its loops, to the top of the proc (reads left unbound)
+        if not parent:
+            return ir
+        rest = (*block[:k], *block[k + 1 :])
+        moved = update_at(ir, parent, lambda n: n.replace(**{attr: rest}))
+        return moved.replace(body=(block[k], *moved.body))
+    else:  # swap with the next statement
+        if k + 1 >= len(block):
+            return ir
+        lst = (*block[:k], block[k + 1], block[k], *block[k + 2 :])
+    return update_at(ir, parent, lambda n: n.replace(**{attr: lst}))
+
+
+def corruptions(new: ProcDef, seed: int, count: int = 4) -> list[ProcDef]:
+    """``count`` corrupted copies of ``new`` (some may still be valid), drawn with ``seed``."""
+    paths = [p for p, _ in walk_stmts(new.body, ())]
+    if not paths:
+        return []
+    binders = [p for p, s in walk_stmts(new.body, ()) if isinstance(s, Alloc | WindowStmt)]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        how = rng.choice(("delete", "repeat", "swap", "hoist"))
+        # deleting or repeating a binding breaks the IR most often: prefer those statements
+        pool = binders if binders and how in ("delete", "repeat") and rng.random() < 0.7 else paths
+        out.append(_edit(new, rng.choice(pool), how))
+    return out
+
+
+def check_agree_corrupted(old: ProcDef, new: ProcDef, seed: int) -> None:
+    """``check_agree`` on ``new`` and on corrupted copies of it."""
+    check_agree(old, new)
+    for bad in corruptions(new, seed):
+        check_agree(old, bad)
