@@ -1,20 +1,31 @@
-"""A long soundness-fuzzing campaign over every exported primitive.
+"""A long soundness-fuzzing campaign over every exported primitive, in resumable shards.
 
-Runs the property of ``tests/primitives/test_soundness_fuzz.py`` on many random schedules and,
-unlike the test (which stops and shrinks at the first failure), records every distinct finding
-(keyed by the primitive of the failing step, the exception class and the first line of its
-message) with the first proc and call that showed it, then prints them and the per-primitive
-counts of accepted and refused steps.
+Runs the property of ``tests/primitives/test_soundness_fuzz.py`` (every check of it) on many
+random schedules and, unlike the test (which stops and shrinks at the first failure), records
+every distinct finding (keyed by the primitive of the failing step, the exception class and
+the first line of its message) with the index of the first schedule that showed it.
 
-Usage (from the repository root)::
+Schedule ``i`` of seed ``S`` is a pure function of ``(S, i)`` and of the fuzzer's source
+(``tests/primitives/fuzzrandom.py``), so a campaign is run as shards, in any order, on any
+machine, and summed::
 
-    python benchmarks/fuzz_campaign.py [EXAMPLES] [--seed S] [--only split,fuse]
-        [--compile-every 10] [--batch 40] [--min-accepted 0.01]
+    # schedules [0, 100000) in shards of 5,000 under benchmarks/results/fuzz/: what the
+    # directory already holds (of this seed and fuzzer) is skipped, a stopped shard resumes
+    # where it stopped; rerun the same command to continue a campaign
+    nice -n 19 python benchmarks/fuzz_campaign.py --seed 2026 --start 0 --count 100000 \\
+        --shard-size 5000 --out-dir benchmarks/results/fuzz [--time-limit SECONDS]
+    python benchmarks/fuzz_campaign.py --merge benchmarks/results/fuzz/seed2026-*.json
+    # one shard to one file; one schedule again, alone (a finding's index), verbosely
+    python benchmarks/fuzz_campaign.py --seed 2026 --start 5000 --count 5000 --out s.json
+    python benchmarks/fuzz_campaign.py --seed 2026 --start 1234 --count 1 --verbose
 
-One schedule in ``--compile-every`` (its last accepted proc) is also compiled with the C
-backend, ``--batch`` procs per C unit, and compared with the interpreter
-(``tests/primitives/fuzzcompile.py``). The run fails (exit 1) on a finding, a mismatch, or a
-primitive accepted in fewer than ``--min-accepted`` of the schedules (50 per 5,000).
+One schedule in ``--compile-every`` (by index) also has its last accepted proc compiled with
+the C backend, ``--batch`` procs per C unit, and compared with the interpreter
+(``tests/primitives/fuzzcompile.py``). A shard and ``--merge`` exit 1 on a finding or a
+mismatch; ``--merge`` also on an exported primitive accepted fewer than 50 times per 5,000
+schedules (``--min-accepted``), on overlapping shards or on different seeds. ``SIGTERM``
+or ``--time-limit`` stops a shard early: its file records how far it got (``done``), and the
+rest is the shard ``--start START+done``.
 
 To minimise a finding, rerun the test restricted to its primitives and let hypothesis shrink:
 ``CURSCHED_FUZZ_ONLY=split,fuse CURSCHED_FUZZ_EXAMPLES=2000 pytest
@@ -24,163 +35,132 @@ tests/primitives/test_soundness_fuzz.py``.
 from __future__ import annotations
 
 import argparse
-import collections
-import os
-import re
+import faulthandler
 import signal
 import sys
 import time
-import traceback
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hypothesis import HealthCheck, given, seed, settings
-from hypothesis import strategies as st
-
-from cursched import Proc
-from cursched.primitives import settings as prim_settings
-from tests.primitives import fuzzsteps
-from tests.primitives.fuzzcompile import compare_compiled
-from tests.primitives.fuzzgen import proc_text
-from tests.primitives.test_soundness_fuzz import run_schedule
+from tests.primitives import fuzzcampaign as fc
 
 
-class TimeUp(BaseException):
-    """The campaign's time is up (a BaseException: hypothesis lets it through unshrunk)."""
-
-
-def main() -> None:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("examples", type=int, nargs="?", default=2000)
-    ap.add_argument("--seed", type=int, default=int(time.time()))
-    ap.add_argument("--only", default="")
-    ap.add_argument(
-        "--compile-every", type=int, default=10, help="compile one schedule in N (default 10)"
-    )
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--start", type=int, default=0, help="first schedule index")
+    ap.add_argument("--count", type=int, default=1000, help="schedules to run")
+    ap.add_argument("--out", type=Path, help="one shard: its JSON file")
+    ap.add_argument("--out-dir", type=Path, help="shards of --shard-size, resumable")
+    ap.add_argument("--shard-size", type=int, default=5000)
+    ap.add_argument("--merge", type=Path, nargs="+", help="sum these shard files instead")
+    ap.add_argument("--compile-every", type=int, default=10, help="compile one in N")
     ap.add_argument("--batch", type=int, default=40, help="procs per C unit (default 40)")
-    ap.add_argument(
-        "--time-limit", type=float, default=0, help="stop after this many seconds (0: none)"
-    )
+    ap.add_argument("--tries", type=int, default=3, help="calls a step makes until one is accepted")
+    ap.add_argument("--time-limit", type=float, default=0, help="stop after S seconds")
+    ap.add_argument("--progress", type=int, default=500, help="a line every N schedules")
+    ap.add_argument("--verbose", action="store_true", help="print each schedule's calls")
     ap.add_argument(
         "--min-accepted",
         type=float,
-        default=50 / 5000,
-        help="fail if a primitive is accepted in fewer than this fraction of schedules",
+        default=fc.MIN_ACCEPTED,
+        help="fail if an exported primitive is accepted in fewer than this fraction",
     )
-    args = ap.parse_args()
-    if args.only:
-        os.environ["CURSCHED_FUZZ_ONLY"] = args.only
-    prim_settings.verify = True
+    return ap.parse_args()
 
-    findings: dict[tuple[str, str, str], list[str]] = {}
-    counts: collections.Counter[str] = collections.Counter()
-    accepted: collections.Counter[str] = collections.Counter()
-    refused: collections.Counter[str] = collections.Counter()
-    runs = 0
-    t0 = time.time()
-    pending: list[tuple[str, str, object]] = []  # (text, log, proc) waiting to be compiled
-    compiled_n = 0
-    mismatches: list[str] = []
 
-    def flush() -> None:
-        nonlocal compiled_n
-        if not pending:
-            return
-        try:
-            found = compare_compiled([p for _, _, p in pending], seed=runs)  # type: ignore[misc]
-        except Exception as e:  # an untyped error of the compiled path is a finding too
-            found = []
-            key = ("compile", type(e).__name__, str(e).split("\n")[0][:160])
-            counts[f"{key}"] += 1
-            findings.setdefault(key, ["(a batch)", "", "", "".join(traceback.format_exception(e))])
-        compiled_n += len(pending)
-        for m in found:
-            text, log = next((t, lg) for t, lg, p in pending if p.ir() is m.proc)  # type: ignore[attr-defined]
-            mismatches.append(f"{m}\n{text}\n{log}\ngave\n{Proc(m.proc)}")
-            print(f"MISMATCH {len(mismatches)}: {m}", flush=True)
-        pending.clear()
-
-    @seed(args.seed)
-    @settings(
-        max_examples=args.examples,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(text=proc_text(), data=st.data())
-    def campaign(text: str, data: st.DataObject) -> None:
-        nonlocal runs
-        if args.time_limit and time.time() - t0 > args.time_limit:
-            raise TimeUp
-        runs += 1
-        if runs % 500 == 0:
-            print(f"{runs} schedules, {sum(accepted.values())} steps accepted", flush=True)
-        log: list[str] = []
-        got: list[object] = []
-        try:
-            run_schedule(text, data, log, got)  # type: ignore[arg-type]
-        except Exception as e:
-            if type(e).__name__ in ("UnsatisfiedAssumption", "StopTest", "Frozen"):
-                raise
-            prim = log[-1].split("(")[0] if log else "?"
-            first = str(e).split("\n")[0]
-            # symbol ids, versions and paths differ between occurrences of one bug
-            first = re.sub(r"_\d+|\bv\d+|\[\d+\]|:\d+:\d+", "", first)[:160]
-            key = (prim, type(e).__name__, first)
-            counts[f"{key}"] += 1
-            if key not in findings:
-                notes = "\n".join(getattr(e, "__notes__", []))
-                tb = "".join(traceback.format_exception(e)[-3:])
-                findings[key] = [text, "\n".join(log), notes, tb]
-                print(f"FINDING {len(findings)}: {key}\n{text}\n{findings[key][1]}", flush=True)
+def _covered(out_dir: Path, seed: int, tries: int) -> list[tuple[int, int]]:
+    """The ranges the shards in ``out_dir`` of this campaign already ran (sorted)."""
+    digest = fc.fuzzer_digest()
+    got = []
+    for path in sorted(out_dir.glob(f"seed{seed}-*.json")):
+        s = fc.read_shard(path)
+        if s.seed == seed and s.tries == tries and s.fuzzer == digest and s.done:
+            got.append((s.start, s.start + s.done))
         else:
-            for name in log:
-                if "# refused: " in name:
-                    why = name.split("# refused: ")[1]
-                    refused[f"{name.split('(')[0]}: {why}"] += 1
-                if name.endswith("# accepted"):
-                    accepted[name.split("(")[0]] += 1
-            if got and runs % args.compile_every == 0:
-                pending.append((text, "\n".join(log), got[-1]))
-                if len(pending) >= args.batch:
-                    flush()
+            print(f"(not of this campaign, left alone: {path})")
+    return sorted(got)
 
-    def stop(signum: int, frame: object) -> None:
-        raise TimeUp
 
-    signal.signal(signal.SIGTERM, stop)  # kill PID: stop, and print what was found so far
-    try:
-        campaign()
-    except (TimeUp, KeyboardInterrupt):
-        print(f"stopped after {runs} schedules", flush=True)
-    flush()
-    print(f"\n{runs} schedules in {time.time() - t0:.0f} s (seed {args.seed})")
-    print(f"compiled and compared: {compiled_n} schedules; mismatches: {len(mismatches)}")
-    print(f"findings (unsound acceptances, crashes, untyped errors): {len(findings)}")
-    need = args.min_accepted * runs
-    print(f"\nsteps accepted per primitive (need >= {need:.0f}):")
-    low = []
-    for name in sorted(fuzzsteps.STEPS):
-        n = accepted.get(name, 0)
-        flag = "" if n >= need else "   <-- below"
-        if flag:
-            low.append(name)
-        print(f"  {name:28s} {n:7d}{flag}")
-    print("refused:", ", ".join(f"{k} {v}" for k, v in sorted(refused.items())))
-    for m in mismatches:
-        print("=" * 100)
-        print(m)
-    for k, (text, log, notes, tb) in findings.items():
-        print("=" * 100)
-        print(k, "x", counts[f"{k}"])
-        print(text)
-        print(log)
-        print(notes)
-        print(tb)
-    if low or mismatches or findings:
-        print(f"FAILED: {len(findings)} findings, {len(mismatches)} mismatches, below: {low}")
-        sys.exit(1)
+def _todo(covered: list[tuple[int, int]], lo: int, hi: int, size: int) -> list[tuple[int, int]]:
+    """The pieces of ``[lo, hi)`` no shard covers, cut at multiples of ``size``."""
+    out = []
+    k = lo
+    while k < hi:
+        inside = [b for a, b in covered if a <= k < b]
+        if inside:
+            k = max(inside)
+            continue
+        nxt = min([a for a, _ in covered if a > k] + [hi, (k // size + 1) * size])
+        out.append((k, nxt))
+        k = nxt
+    return out
+
+
+def _run(args: argparse.Namespace, start: int, count: int, stop: Any) -> fc.Shard:
+    return fc.run_shard(
+        args.seed,
+        start,
+        count,
+        compile_every=args.compile_every,
+        batch=args.batch,
+        tries=args.tries,
+        stop=stop,
+        progress=args.progress,
+        verbose=args.verbose,
+    )
+
+
+def main() -> None:
+    args = _args()
+    if args.merge:
+        merged = fc.merge([fc.read_shard(p) for p in args.merge], args.min_accepted)
+        print(fc.table(merged, args.min_accepted))
+        sys.exit(1 if merged.problems else 0)
+    stopped = False
+
+    def on_term(signum: int, frame: object) -> None:
+        nonlocal stopped
+        stopped = True
+
+    # kill -USR1 PID: where it is now (a schedule that takes long), on stderr
+    faulthandler.register(signal.SIGUSR1)
+    # kill PID (or ^C): the schedule running ends, then the shard is written
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    t0 = time.time()
+
+    def stop() -> bool:
+        return stopped or bool(args.time_limit and time.time() - t0 > args.time_limit)
+
+    if args.out_dir:
+        end = args.start + args.count
+        pieces = _todo(
+            _covered(args.out_dir, args.seed, args.tries), args.start, end, args.shard_size
+        )
+        shards = []
+        for a, b in pieces:
+            if stop():
+                break
+            print(f"shard [{a}, {b}) -> {args.out_dir}/seed{args.seed}-{a}.json", flush=True)
+            shard = _run(args, a, b - a, stop)
+            if shard.done:
+                fc.write_shard(shard, args.out_dir / f"seed{args.seed}-{a}.json")
+            shards.append(shard)
+    else:
+        shards = [_run(args, args.start, args.count, stop)]
+        if args.out:
+            fc.write_shard(shards[0], args.out)
+    # a shard fails on a finding or a mismatch; the counts are the merged campaign's verdict
+    merged = fc.merge(shards, args.min_accepted, counts=False)
+    if shards:
+        print(fc.table(merged, args.min_accepted))
+    left = sum(s.count - s.done for s in shards)
+    if left or stopped:
+        print("stopped early: rerun the same command to continue")
+    sys.exit(1 if merged.problems else 0)
 
 
 if __name__ == "__main__":

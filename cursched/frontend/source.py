@@ -46,7 +46,7 @@ class Source:
         original = self.lines[index] if self.lines else ""
         cut = self.removed[index] if self.lines else 0
         dedented = original[cut:]
-        if byte_col:
+        if byte_col and not dedented.isascii():  # in ASCII, bytes are characters
             col = len(dedented.encode("utf-8")[: max(col, 0)].decode("utf-8", errors="ignore"))
         col = min(max(col, 0), len(dedented))
         return SrcInfo(self.filename, self.first_line + index, col + cut, original)

@@ -164,6 +164,8 @@ class CompiledProc:
             view, a numpy int, aliasing: ``cursched.interp.run``).
         uses_numpy: the proc or a callee calls numpy (externs), which reports overflow as
             floating-point errors: the caller silences them for the run.
+        uses_config: the proc or a callee reads or writes a configuration field: a run
+            resets the configuration state first (a proc that does not cannot observe it).
     """
 
     pd: ProcDef
@@ -174,6 +176,7 @@ class CompiledProc:
     preds: Callable[..., None]
     fast_bind: Callable[..., Any]
     uses_numpy: bool
+    uses_config: bool
 
 
 # ------------------------------------------------------------------------------ compiler
@@ -220,6 +223,7 @@ class Compiler(ExprCompiler):
             preds=ns["_preds"],
             fast_bind=ns["_fast"],
             uses_numpy=self.uses_numpy,
+            uses_config=self.uses_config,
         )
 
     def _params(self) -> list[str]:
@@ -308,12 +312,13 @@ class Compiler(ExprCompiler):
                 case _:
                     assert_never(t)
             dname = self.const(dt, "dt")
+            # one flags object per array (each ``.flags`` makes a new one)
             test = (
                 f"type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None"
-                f" or not {n}.flags.c_contiguous or {shape_ok}"
+                f" or not (_fl := {n}.flags).c_contiguous or {shape_ok}"
             )
             if i in written:
-                test += f" or not {n}.flags.writeable"
+                test += " or not _fl.writeable"
                 back.append(n)
             out.append(f"    if {test}: return None")
             arrays.append(n)
@@ -327,7 +332,10 @@ class Compiler(ExprCompiler):
             if isinstance(t, ControlType):
                 flat.append(n)
                 continue
-            out.append(f"    {n}_f = {n}.reshape(-1)")
+            if isinstance(t, TensorType) and t.rank() == 1:  # flat already: no view to make
+                out.append(f"    {n}_f = {n}")
+            else:
+                out.append(f"    {n}_f = {n}.reshape(-1)")
             out.append(f"    {n}_d = {n}_f.tolist()")
             if isinstance(t, DataType):
                 flat += [f"{n}_d", "0"]
@@ -635,6 +643,7 @@ class Compiler(ExprCompiler):
         """Control arguments by value; tensors, windows and data scalars by reference."""
         callee = self.callee(s.proc)
         self.uses_numpy |= callee.uses_numpy
+        self.uses_config |= callee.uses_config
         fn = self.callees.get(id(callee))
         if fn is None:
             fn = self.callees[id(callee)] = self.const(callee.entry, "call")

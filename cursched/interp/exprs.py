@@ -194,6 +194,7 @@ class ExprCompiler:
         self.ns: dict[str, Any] = {}
         self.ntmp = 0
         self.uses_numpy = False
+        self.uses_config = False
         #: accesses whose checks the enclosing loop hoisted (by node identity)
         self.hoisted: dict[int, Hoisted] = {}
         self.inner_var: Sym | None = None
@@ -207,6 +208,7 @@ class ExprCompiler:
             elif isinstance(st, WindowStmt):
                 self.types[st.sym] = st.rhs.type
         for f in _config_fields(pd):
+            self.uses_config = True
             # a global data scalar (cursched.ir.config): its one-element list is shared by
             # every compiled proc, which names it as a global of its code
             name = f"_cfg{f.id}"

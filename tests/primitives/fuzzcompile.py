@@ -45,8 +45,12 @@ class Mismatch:
 
 
 def compilable(p: ProcDef) -> bool:
-    """Whether ``p`` has a C translation here: the helper instructions (``vadd4``, ...) are
-    templates naming C functions that no header defines, so procs calling them do not link."""
+    """Whether ``p`` has a C translation here to compare: the helper instructions (``vadd4``,
+    ...) are templates naming C functions that no header defines, so procs calling them do
+    not link; and a proc ``make_instr`` turned into an instruction compiles to its template
+    (``/* fz */``), not to its body."""
+    if p.instr is not None:
+        return False
 
     def instrs(q: ProcDef, seen: set[int]) -> bool:
         for s in walk_stmts(q.body):

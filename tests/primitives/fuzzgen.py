@@ -108,6 +108,7 @@ class Scope:
     scalars: list[str] = field(default_factory=list)
     depth: int = 0
     mod4: bool = False  # the proc asserts n % 4 == 0
+    nloops: int = 0  # enclosing loops whose trip count grows with n (at most NLOOPS)
 
     def child(self) -> Scope:
         return Scope(
@@ -118,7 +119,20 @@ class Scope:
             list(self.scalars),
             self.depth + 1,
             self.mod4,
+            self.nloops,
         )
+
+
+#: At most this many nested loops over ``n`` (or ``m``, ``n / 4``): the interpreter runs every
+#: accepted step at sizes up to 16, and five nested loops over n made one schedule of a
+#: campaign take minutes (16^5 iterations per trial) without reaching any precondition that
+#: two do not; deeper nests are drawn over constant ranges
+NLOOPS = 2
+
+
+def grows(sc: Scope) -> bool:
+    """Whether a loop drawn in ``sc`` may run over ``n``."""
+    return sc.nloops < NLOOPS
 
 
 class Names:
@@ -226,7 +240,9 @@ def loop_header(draw: st.DrawFn, sc: Scope, names: Names) -> tuple[str, Scope]:
     v = names.fresh("i")
     inner = sc.child()
     opts = ["small", "big", "big1"] + (["quad"] if sc.mod4 else [])
-    kind = draw(st.sampled_from(opts))
+    kind = draw(st.sampled_from(opts)) if grows(sc) else "small"
+    if kind != "small":
+        inner.nloops += 1
     if kind == "small":
         lo, hi = draw(st.sampled_from([(0, 4), (0, 3), (1, 4), (0, 2), (2, 4)]))
         inner.small.append(v)
@@ -279,9 +295,27 @@ def shaped(draw: st.DrawFn, sc: Scope, names: Names, kind: str | None = None) ->
                 "reuse",
                 "double",
                 "double",
+                # issue 11: the shapes of the primitives a 1,000-schedule campaign accepted
+                # fewer than 10 times (kernels, scans, dead configuration writes, folds,
+                # scaled reductions, perfect nests, twin loops, dead and constant buffers)
+                "kernel",
+                "kernel",
+                "scan",
+                "scan",
+                "config",
+                "fold",
+                "scaled",
+                "perfect",
+                "twins",
+                "dead",
+                "const",
             ]
         )
     )
+    if kind in ("kernel", "scan", "config"):
+        return draw(_rare_shape(sc, names, kind))
+    if kind == "online":
+        return draw(online_loop(names))
     if kind == "twins":  # two loops with equal bounds: fuse, join_loops
         head, inner = draw(loop_header(sc, names))
         v = head.split()[1]
@@ -308,20 +342,22 @@ def shaped(draw: st.DrawFn, sc: Scope, names: Names, kind: str | None = None) ->
         return [
             f"{acc}: f32 @ DRAM",
             f"{acc} = 0.0",
-            f"for {v} in seq(0, n):",
+            f"for {v} in seq(0, {'n' if grows(sc) else '4'}):",
             f"{pad}{acc} += 2.0 * {draw(st.sampled_from(['x', 'y']))}[{v}]",
         ]
     if kind == "halves":  # join_loops: the same body over [0, 2) and [2, n)
         v = names.fresh("i")
         inner = sc.child()
-        inner.big.append(v)
+        (inner.big if grows(sc) else inner.small).append(v)
+        hi = "n" if grows(sc) else "4"
+        inner.nloops += 1
         body = draw(block(inner, names, 1, 2))
         w = f"{v}b"
         body2 = [re.sub(rf"\b{v}\b", w, ln) for ln in body]
         return [
             f"for {v} in seq(0, 2):",
             *_indent(body, pad),
-            f"for {w} in seq(2, n):",
+            f"for {w} in seq(2, {hi}):",
             *_indent(body2, pad),
         ]
     if kind == "reuse":  # reuse_buffer: two same-typed buffers, the first dead before the second
@@ -350,6 +386,48 @@ def shaped(draw: st.DrawFn, sc: Scope, names: Names, kind: str | None = None) ->
     q = names.fresh("q")
     base = f"4 * {sc.quad[0]}" if len(sc.quad) > 0 and draw(st.booleans()) else draw(big_index(sc))
     return [f"for {q} in seq(0, 4):", f"{pad}x[{base} + {q}] = y[{base} + {q}]"]
+
+
+@st.composite
+def _rare_shape(draw: st.DrawFn, sc: Scope, names: Names, kind: str) -> list[str]:
+    """A kernel (bind_loop, insert_barrier(s), unscope), a running sum (split_scan,
+    tree_scan) or a dead configuration write (delete_config)."""
+    pad = "    "
+    if kind == "kernel":  # a cuda scope: blocks over n, 4 threads each, thread-private writes
+        k, b, t, t2 = names.fresh("k"), names.fresh("b"), names.fresh("t"), names.fresh("t")
+        src, other = draw(st.sampled_from([("x", "y"), ("y", "x")]))
+        c = draw(st.sampled_from(["2.0", "0.5", "-1.0"]))
+        cuda = draw(st.integers(0, 3)) > 0  # and now and then a plain named region
+        lines = [
+            f'with scope("{k}", target="cuda"):' if cuda else f'with scope("{k}"):',
+            f"{pad}for {b} in seq(0, {'n' if grows(sc) else '4'}):",
+            f"{pad * 2}for {t} in seq(0, 4):",
+            f"{pad * 3}z[{t}, {b}] = {src}[{b}] * {c}",
+        ]
+        if draw(st.booleans()):  # a second thread loop: a barrier between them may be needed
+            lines += [
+                f"{pad * 2}for {t2} in seq(0, 4):",
+                f"{pad * 3}z[{t2}, {b}] += {other}[{b} + 1]",
+            ]
+        return lines
+    if kind == "scan":  # s = running sum of x over a constant (tree_scan) or any range
+        acc, i = names.fresh("acc"), names.fresh("i")
+        hi = draw(st.sampled_from(["4", "8", "4", "8", "n", "m"] if grows(sc) else ["4", "8"]))
+        src, dst = draw(st.sampled_from([("x", "y"), ("y", "x")]))
+        sc.scalars.append(acc)
+        return [
+            f"{acc}: f32 @ DRAM",
+            f"{acc} = {draw(st.sampled_from(['0.0', 's']))}",
+            f"for {i} in seq(0, {hi}):",
+            f"{pad}{acc} += {src}[{i}]",
+            f"{pad}{dst}[{i}] = {acc}",
+        ]
+    # a configuration field written twice before it is read: the first write is dead
+    return [
+        f"FzConfig.v = {draw(data_expr(sc))}",
+        f"FzConfig.v = {draw(data_expr(sc))}",
+        f"{draw(location(sc))} = FzConfig.v * 2.0",
+    ]
 
 
 @st.composite
@@ -450,6 +528,31 @@ def stmt(draw: st.DrawFn, sc: Scope, names: Names) -> list[str]:
 
 
 @st.composite
+def online_loop(draw: st.DrawFn, names: Names) -> list[str]:
+    """A running max and sum in one loop, as ``scan_fuse`` leaves them (split_online's
+    shape; the generator's scan_pair reaches it only after an accepted scan_fuse)."""
+    m, acc, j = names.fresh("mx"), names.fresh("sm"), names.fresh("i")
+    prev, alpha = names.fresh("mp"), names.fresh("al")
+    src = draw(st.sampled_from(["x", "y"]))
+    hi = draw(st.sampled_from(["n", "n", "m", "8"]))
+    return [
+        f"{m}: f32 @ DRAM",
+        f"{m} = -inf",
+        f"{acc}: f32 @ DRAM",
+        f"{acc} = 0.0",
+        f"for {j} in seq(0, {hi}):",
+        f"    {prev}: f32 @ DRAM",
+        f"    {prev} = {m}",
+        f"    {m} = fmax({m}, {src}[{j}])",
+        f"    {alpha}: f32 @ DRAM",
+        f"    {alpha} = select({prev}, {m}, exp({prev} - {m}), 1.0)",
+        f"    {acc} = {alpha} * {acc}",
+        f"    {acc} += exp({src}[{j}] - select(-inf, {m}, {m}, 0.0))",
+        f"s = {acc} + {m}",
+    ]
+
+
+@st.composite
 def scan_pair(draw: st.DrawFn, names: Names) -> list[str]:
     """A running max and a later loop reducing ``exp(x[i] - m)`` (scan_fuse's shape), with
     one of the issue's counter-examples now and then (a start of 1, ``x[i] * m``, a read of
@@ -476,6 +579,12 @@ def scan_pair(draw: st.DrawFn, names: Names) -> list[str]:
     return lines
 
 
+RARE_SHAPES = [
+    *("halves", "reuse", "double", "twins", "dead", "const", "perfect"),
+    *("kernel", "kernel", "kernel", "scan", "scan", "scan", "config", "config", "config"),
+    *("scaled", "scaled", "fold", "fold", "online", "online", "online", "online"),
+]
+
 ASSERTS = ["n >= 1", "n % 4 == 0", "n % 2 == 0 and n >= 2", "n >= 3"]
 
 
@@ -490,11 +599,11 @@ def proc_text(draw: st.DrawFn) -> str:
         body += draw(loop_nest(sc, names) if draw(st.integers(0, 3)) else stmt(sc, names))
     if draw(st.integers(0, 4)) == 0:
         body = draw(scan_pair(names)) + body
-    if draw(st.integers(0, 3)) == 0:
-        # the shapes of the primitives most rarely accepted (join_loops, reuse_buffer,
-        # merge_writes: issue 11), at the top level where their steps find them
-        rare = draw(st.sampled_from(["halves", "reuse", "double"]))
-        body += draw(shaped(sc, names, rare))
+    for _ in range(draw(st.integers(0, 2))):
+        # the shapes of the primitives most rarely accepted (issue 11: join_loops,
+        # reuse_buffer, merge_writes; kernels, scans, configuration writes, folds), at the
+        # top level where their steps find them (a kernel cannot be nested in another)
+        body += draw(shaped(sc, names, draw(st.sampled_from(RARE_SHAPES))))
     lines = [
         "def fz(n: size, m: size, x: f32[n + 8] @ DRAM, y: f32[n + 8] @ DRAM, "
         "z: f32[4, n + 8] @ DRAM, s: f32 @ DRAM):",

@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, fission, fuse, proc, reorder_loops
+from cursched import DRAM, bind_loop, fission, fuse, proc, reorder_loops, scope
 from cursched.cursors import ForCursor, GapCursor, IfCursor, Tombstone
 from cursched.errors import StaleCursorError
 from cursched.primitives.loops.loop_nests import (
     FissionAtEdgeError,
     FissionDependenceError,
     FissionNotInLoopError,
+    FuseAxisError,
     FuseBoundsError,
     FuseConditionError,
     FuseDependenceError,
@@ -350,6 +351,31 @@ def test_fuse_par_loops_must_stay_race_free() -> None:
     # but one par loop would race on it
     with pytest.raises(FuseDependenceError, match="carries a dependence"):
         fuse(par_loops, par_loops.find_loop("i"), par_loops.find_loop("j"))
+
+
+@proc
+def two_thread_loops(n: size, x: f32[n + 1] @ DRAM, z: f32[4, n] @ DRAM):
+    for b in seq(0, n):
+        for t in seq(0, 4):
+            z[t, b] = x[b] * 0.5
+        for u in seq(0, 4):
+            z[u, b] += x[b + 1]
+
+
+def test_fuse_bound_loops_need_the_same_axis() -> None:
+    """Campaign finding (seed 2026, schedule 542): a loop bound to threadIdx.y fused with a
+    seq loop became a bound seq loop, and verify_proc refused fuse's own result."""
+    k, _ = scope(two_thread_loops, two_thread_loops.body(), "k", target="cuda")
+    one, _ = bind_loop(k, k.find_loop("t"), "threadIdx.y")
+    with pytest.raises(FuseAxisError, match=r"threadIdx\.y and no axis"):
+        fuse(one, one.find_loop("t"), one.find_loop("u"))
+    other, _ = bind_loop(one, one.find_loop("u"), "threadIdx.x")
+    with pytest.raises(FuseAxisError, match=r"threadIdx\.y and threadIdx\.x"):
+        fuse(other, other.find_loop("t"), other.find_loop("u"))
+    both, _ = bind_loop(one, one.find_loop("u"), "threadIdx.y")
+    fused, c = fuse(both, both.find_loop("t"), both.find_loop("u"))
+    assert c.fused.node().axis == "threadIdx.y" and c.fused.node().mode == "par"
+    assert_equivalent(two_thread_loops, fused, trials=3)
 
 
 @proc

@@ -35,7 +35,7 @@ import dataclasses
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
 
 from cursched import CursorError, ParseError, Proc, SchedulingError, TypeCheckError
@@ -69,6 +69,11 @@ from tests.primitives.verify_agree import check_agree_corrupted
 EXAMPLES = int(os.environ.get("CURSCHED_FUZZ_EXAMPLES", "0"))
 MAX_STEPS = int(os.environ.get("CURSCHED_FUZZ_STEPS", "6"))
 LONG = EXAMPLES > 0
+
+
+class GeneratorMiss(Exception):
+    """The generator drew a proc that does not parse, type or stay in bounds (not a finding:
+    under hypothesis it is ``assume(False)``)."""
 
 
 def make(text: str) -> Proc:
@@ -172,24 +177,22 @@ def check_history(original: Proc, new: Proc) -> None:
     )
 
 
-def run_schedule(
-    text: str, data: st.DataObject, log: list[str], accepted: list[Proc] | None = None
-) -> None:
-    """Apply a random sequence of primitives to the proc of ``text``, checking each step.
+#: draws a step makes before it gives up when the primitives drawn have nothing to apply to
+#: (a proc without allocations has no target for ``lift_alloc``: another primitive is drawn,
+#: so that a schedule's length counts calls, not draws)
+TARGET_TRIES = 4
 
-    ``log`` receives each call made (accepted or not); a finding carries a note with the proc
-    before the failing step and the call, the start of its minimisation. ``accepted``, when
-    given, receives the proc of every accepted step (for ``fuzzcompile.compare_compiled``).
-    """
-    try:
-        original = make(text)
-    except (ParseError, TypeCheckError, BoundsError):  # the generator's rare misses
-        assume(False)
-        raise
-    steps = available_steps()
-    p = original
-    replayable = True
-    for _ in range(data.draw(st.integers(1, MAX_STEPS), label="number of steps")):
+
+def _draw_step(
+    steps: list[tuple[str, Any, Any]],
+    p: Proc,
+    data: st.DataObject,
+    log: list[str],
+    missed: list[str] | None,
+) -> tuple[str, Proc, Any] | None:
+    """Draw a primitive with a target in ``p`` and call it: (name, new proc, cursors), or
+    None when it refused (logged) or ``TARGET_TRIES`` draws found no target."""
+    for _ in range(TARGET_TRIES):
         name, prim, step = data.draw(st.sampled_from(steps), label="primitive")
 
         def recorded(*args: Any, _prim: Any = prim, _name: str = name, **kw: Any) -> Any:
@@ -202,12 +205,55 @@ def run_schedule(
         except (SchedulingError, CursorError) as e:
             if log:
                 log[-1] += f"  # refused: {type(e).__name__}"
-            continue
+            return None
         except NoTarget:
+            if missed is not None:
+                missed.append(name)
             continue
         except Exception as e:
-            e.add_note(f"crash in {log[-1] if log else name} on\n{p}")
+            # the step's own code may fail before it calls its primitive: name the step
+            e.add_note(f"crash in the {name} step (last call: {log[-1] if log else None}) on\n{p}")
+            e.fuzz_step = name  # type: ignore[attr-defined]
             raise
+        return name, new, cursors
+    return None
+
+
+def run_schedule(
+    text: str,
+    data: st.DataObject,
+    log: list[str],
+    accepted: list[Proc] | None = None,
+    missed: list[str] | None = None,
+    tries: int = 1,
+) -> None:
+    """Apply a random sequence of primitives to the proc of ``text``, checking each step.
+
+    ``log`` receives each call made (accepted or not); a finding carries a note with the proc
+    before the failing step and the call, the start of its minimisation. ``accepted``, when
+    given, receives the proc of every accepted step (for ``fuzzcompile.compare_compiled``);
+    ``missed`` the name of each primitive drawn that had no target. A step whose call is
+    refused draws another call, up to ``tries`` calls (a campaign's schedules then reach more
+    accepted steps; every call, refused or not, is made and checked the same way).
+    """
+    try:
+        original = make(text)
+    except (ParseError, TypeCheckError, BoundsError) as e:  # the generator's rare misses
+        if not currently_in_test_context():  # a campaign (fuzzcampaign) counts them
+            raise GeneratorMiss(str(e)) from None
+        assume(False)
+        raise
+    steps = available_steps()
+    p = original
+    replayable = True
+    for _ in range(data.draw(st.integers(1, MAX_STEPS), label="number of steps")):
+        for _ in range(tries):
+            made = _draw_step(steps, p, data, log, missed)
+            if made is not None:
+                break
+        if made is None:
+            continue
+        name, new, cursors = made
         try:
             assert isinstance(new, Proc)
             # both verification modes, on the step and on corrupted copies (issue 16)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import Proc, parallelize_loop, proc, scan_fuse, split_online
+from cursched import Proc, parallelize_loop, proc, scan_fuse, set_precision, split_online
 from cursched.cursors import Tombstone
 from cursched.primitives.scans.split_online import (
     SplitOnlineLoopError,
     SplitOnlineNameError,
+    SplitOnlinePrecisionError,
     SplitOnlineRateError,
     SplitOnlineReadError,
     SplitOnlineShapeError,
@@ -114,6 +115,14 @@ def test_loop_must_be_sequential() -> None:
     p, _ = parallelize_loop(softmax_stats, "r")
     with pytest.raises(SplitOnlineLoopError):
         split_online(p, "r", 4)
+
+
+def test_mixed_precisions_are_refused() -> None:
+    # the fuzz campaign's schedule 65: the running max set_precision made f64 gave IR the
+    # verifier refused (a class's copy typed f32 read as f64); now a typed refusal
+    p, _ = set_precision(ONLINE, ONLINE.find("m: _"), "f64")
+    with pytest.raises(SplitOnlinePrecisionError, match="f64"):
+        split_online(p, "j", 4)
 
 
 def test_body_must_be_an_online_step() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import parallelize_loop, proc, split_scan
+from cursched import parallelize_loop, proc, set_precision, split_scan, tree_scan
 from cursched.cursors import Tombstone
 from cursched.primitives.scans.split_scan import (
     SplitScanBodyError,
@@ -17,6 +17,7 @@ from cursched.primitives.scans.split_scan import (
     SplitScanNameError,
     SplitScanNotAssociativeError,
     SplitScanOutputError,
+    SplitScanPrecisionError,
     SplitScanRunningReadError,
     SplitScanUpdateError,
 )
@@ -306,3 +307,25 @@ def not_assoc(n: size, x: f32[n], out: f32[1]):
 def test_precondition_errors(p, chunk, kwargs, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):
         split_scan(p, "i", chunk, **kwargs)
+
+
+@proc
+def prefix_sum_16(x: f32[16], y: f32[16]):
+    acc: f32
+    acc = 0.0
+    for i in seq(0, 16):
+        acc += x[i]
+        y[i] = acc
+
+
+@pytest.mark.parametrize("base", [prefix_sum_16, discounted])
+def test_mixed_precisions_are_refused(base) -> None:  # type: ignore[no-untyped-def]
+    # the fuzz campaign's schedule 343: a running value set_precision made f64 over f32 data
+    # gave IR the verifier refused (copies typed f32 read as f64); now a typed refusal
+    p, _ = set_precision(base, base.find("acc: _"), "f64")
+    for fixup in ("combine", "rescan", "products"):
+        with pytest.raises(SplitScanPrecisionError, match="acc is f64"):
+            split_scan(p, "i", 3, fixup=fixup)
+    if base is prefix_sum_16:
+        with pytest.raises(SplitScanPrecisionError):
+            tree_scan(p, "i")

@@ -302,6 +302,21 @@ class FuseDependenceError(DependenceError):
     of the first one (or, for two ``par`` loops, the fused loop is not race-free)."""
 
 
+class FuseAxisError(ShapeMismatchError):
+    """fuse, precondition 5 (loops): the loops are bound to different CUDA axes, or one is
+    bound and the other not (the fused loop would be one bound ``seq`` loop, or the second
+    body would silently move to another axis)."""
+
+
+def _check_fuse_axes(n1: For, n2: For, first: StmtCursor) -> None:
+    """Precondition 5: a bound loop fuses only with a loop bound to the same axis (campaign
+    finding, seed 2026 schedule 542: a bound loop fused with a ``seq`` one became a ``seq``
+    loop still bound, which ``verify_proc`` rejects)."""
+    if n1.axis != n2.axis:
+        msg = f"the loops are bound to {n1.axis or 'no axis'} and {n2.axis or 'no axis'}"
+        raise fail(FuseAxisError, "fuse", msg, first)
+
+
 @prim_cursors
 class FuseCursors(PrimCursors):
     """What ``fuse`` returns.
@@ -342,6 +357,7 @@ def fuse(proc: Proc, first: StmtCursor, second: StmtCursor) -> Rewrite[FuseCurso
            instance of the first body at a later iteration ``i1 > i2``; two ``par`` loops
            fuse into a race-free ``par`` loop (``FuseDependenceError``, with a
            counterexample). A ``seq`` and a ``par`` loop fuse into a ``seq`` loop.
+        5. loops: both bound to the same CUDA axis, or neither bound (``FuseAxisError``).
 
     Forwards/Kills:
         ``first`` forwards to ``fused``; ``second`` dies (hint: "fused into `fused`"). The
@@ -375,6 +391,7 @@ def fuse(proc: Proc, first: StmtCursor, second: StmtCursor) -> Rewrite[FuseCurso
             except NotEqualError as e:
                 e.message = f"{what} bounds differ: {e.message}"
                 raise safety(FuseBoundsError, name, e, first) from e
+        _check_fuse_axes(n1, n2, first)
         try:
             check_fuse(ir, p1, p2, primitive=name)
         except FusionError as e:

@@ -22,7 +22,13 @@ from cursched.analysis import affine as af
 from cursched.analysis.rescale import EXP_FAMILY, Rate, rescale_rate
 from cursched.cursors import AllocCursor, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.errors import BadArgumentError, BadNameError, DependenceError, ShapeMismatchError
+from cursched.errors import (
+    BadArgumentError,
+    BadNameError,
+    DependenceError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
     Alloc,
@@ -44,6 +50,7 @@ from cursched.ir.types import BOOL, INDEX, DataType, TensorType
 from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import expr_of, int_const, rename_stmt, subst_simplify
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
+from cursched.primitives.scans.precision import mixed_precision
 from cursched.proc import Proc
 
 NAME = "split_online"
@@ -52,6 +59,7 @@ __all__ = [
     "SplitOnlineCursors",
     "SplitOnlineLoopError",
     "SplitOnlineNameError",
+    "SplitOnlinePrecisionError",
     "SplitOnlineRateError",
     "SplitOnlineReadError",
     "SplitOnlineShapeError",
@@ -85,6 +93,11 @@ class SplitOnlineRateError(ShapeMismatchError):
 
 class SplitOnlineNameError(BadNameError):
     """split_online, precondition 6: a new loop name is not an identifier."""
+
+
+class SplitOnlinePrecisionError(TypeMismatchError):
+    """split_online, precondition 7: the loop mixes data precisions (the classes' copies of
+    the running values are typed by them)."""
 
 
 @prim_cursors
@@ -214,6 +227,13 @@ def _unguarded(e: Expr, m: Sym, g: Sym) -> Expr:
     if _is_guard(e, m):
         return Read(g, (), e.type)
     return map_expr_children(e, lambda x: _unguarded(x, m, g))
+
+
+def _check_one_precision(loop: ForCursor) -> None:
+    mixed = mixed_precision(loop.proc().ir(), loop.loop().body)
+    if mixed is not None:
+        msg = f"the loop mixes precisions ({mixed}); the online step needs one"
+        raise fail(SplitOnlinePrecisionError, NAME, msg, loop)
 
 
 def _check_reads(o: _Online, loop: ForCursor) -> None:
@@ -371,6 +391,7 @@ def split_online(
            max only through its guard (``SplitOnlineReadError``).
         5. each term has rate 1 in base e (``SplitOnlineRateError``).
         6. new names are identifiers (``SplitOnlineNameError``).
+        7. the loop's data has one precision (``SplitOnlinePrecisionError``).
 
     Forwards/Kills:
         The loop forwards to ``local``; its body statements forward to their copies in
@@ -403,6 +424,7 @@ def split_online(
     L = loop.loop()
     if L.mode != "seq" or L.axis is not None:
         raise fail(SplitOnlineLoopError, NAME, f"loop {L.iter.name} is not sequential", loop)
+    _check_one_precision(loop)
     o = _match(loop)
     _check_reads(o, loop)
     _check_rates(o, loop)

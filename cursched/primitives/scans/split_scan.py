@@ -38,6 +38,7 @@ from cursched.primitives.scans.split_scan_checks import (
     SplitScanLoopError,
     SplitScanNotAssociativeError,
     SplitScanOutputError,
+    SplitScanPrecisionError,
     SplitScanRunningReadError,
     SplitScanUpdateError,
     analyse,
@@ -53,6 +54,7 @@ __all__ = [
     "SplitScanNameError",
     "SplitScanNotAssociativeError",
     "SplitScanOutputError",
+    "SplitScanPrecisionError",
     "SplitScanRunningReadError",
     "SplitScanUpdateError",
     "split_scan",
@@ -346,6 +348,8 @@ def split_scan(
         8. new names are identifiers (``SplitScanNameError``).
         9. ``fixup`` is one of the three, ``"products"`` only for a linear recurrence that
            writes inclusive values and no exclusive ones (``SplitScanFixupError``).
+        10. the loop's data (running value, operands, outputs) has one precision
+           (``SplitScanPrecisionError``).
 
     Forwards/Kills:
         The loop forwards to ``local``; its body statements forward to their copies in

@@ -26,13 +26,19 @@ from typing import Literal
 from cursched.analysis import affine as af
 from cursched.analysis import smt
 from cursched.cursors import ForCursor
-from cursched.errors import BadArgumentError, DependenceError, ShapeMismatchError
+from cursched.errors import (
+    BadArgumentError,
+    DependenceError,
+    ShapeMismatchError,
+    TypeMismatchError,
+)
 from cursched.ir.nodes import Assign, BinOp, Const, Expr, Extern, For, Read, Reduce, Stmt, USub
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import subst_expr, walk_expr
 from cursched.ir.types import DataType
 from cursched.primitives.registry import fail
+from cursched.primitives.scans.precision import mixed_precision
 
 PRIMITIVE = "split_scan"
 
@@ -81,6 +87,11 @@ class SplitScanFixupError(BadArgumentError):
     what the fix-up of an inclusive value needs)."""
 
 
+class SplitScanPrecisionError(TypeMismatchError):
+    """split_scan, precondition 10: the loop mixes data precisions (the running value, its
+    operands and outputs must share one: the chunks' copies are typed by it)."""
+
+
 @dataclass(frozen=True)
 class Combine:
     """How an update combines the running value with the step's operand(s).
@@ -126,6 +137,7 @@ def analyse(loop: ForCursor) -> ScanShape:
     L = loop.loop()
     if L.mode != "seq":
         raise fail(SplitScanLoopError, PRIMITIVE, f"the loop is {L.mode}, not seq", loop)
+    _check_one_precision(loop)
     updates = [(k, s) for k, s in enumerate(L.body) if isinstance(s, Assign | Reduce) and not s.idx]
     updates = [(k, s) for k, s in updates if isinstance(s, Reduce) or _reads(s.rhs, {s.sym})]
     if len(updates) != 1:
@@ -144,6 +156,13 @@ def analyse(loop: ForCursor) -> ScanShape:
         raise fail(SplitScanOutputError, PRIMITIVE, msg, loop)
     t = _running_type(update, h)
     return ScanShape(L, h, t, update, combine, before, after)
+
+
+def _check_one_precision(loop: ForCursor) -> None:
+    mixed = mixed_precision(loop.proc().ir(), loop.loop().body)
+    if mixed is not None:
+        msg = f"the loop mixes precisions ({mixed}); the scan needs one"
+        raise fail(SplitScanPrecisionError, PRIMITIVE, msg, loop)
 
 
 def _running_type(update: Assign | Reduce, h: Sym) -> DataType:
