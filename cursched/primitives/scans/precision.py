@@ -29,11 +29,12 @@ def mixed_precision(ir: ProcDef, body: tuple[Stmt, ...]) -> str | None:
     for e in walk_exprs(body):
         if isinstance(e, Read) and isinstance(e.type, DataType):
             seen.setdefault(e.type.numpy, (e.type, e.sym))
-    for s in walk_stmts(body):
-        if isinstance(s, Assign | Reduce):
-            t = _data_type(decl_type(ir, s.sym))
-            if t is not None:
-                seen.setdefault(t.numpy, (t, s.sym))
+    # each written buffer's declaration looked up once (decl_type walks the proc)
+    written = dict.fromkeys(s.sym for s in walk_stmts(body) if isinstance(s, Assign | Reduce))
+    for sym in written:
+        t = _data_type(decl_type(ir, sym))
+        if t is not None:
+            seen.setdefault(t.numpy, (t, sym))
     if len(seen) < 2:
         return None
     (t1, s1), (t2, s2) = list(seen.values())[:2]
