@@ -50,6 +50,7 @@ from cursched import (
     split,
     stage_mem,
 )
+from cursched.codegen.cuda import gpu_available
 
 
 @proc
@@ -188,15 +189,6 @@ def check(f: object, nq: int, nk: int, *, gpu: bool = False) -> list[str]:
     if not np.allclose(lse, ref_lse, atol=1e-5, rtol=1e-4):
         bad.append(f"max |L - ref| = {np.abs(lse - ref_lse).max():.1e}")
     return bad
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.is_available())
-    except ImportError:
-        return False
 
 
 def scheduled() -> list[Proc]:

@@ -36,6 +36,7 @@ from cursched import (
     split,
     split_online,
 )
+from cursched.codegen.cuda import gpu_available
 
 ROW_THREADS = 32  # the threads of a row: one warp
 
@@ -120,15 +121,6 @@ def check(f: object, r: int, c: int, *, gpu: bool = False) -> float:
     else:
         f(r, c, x, y)  # type: ignore[operator]
     return float(np.abs(y - reference(x)).max())
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.is_available())
-    except ImportError:
-        return False
 
 
 def scheduled() -> list[Proc]:

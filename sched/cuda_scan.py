@@ -47,6 +47,7 @@ from cursched import (
     stage_mem,
     tree_scan,
 )
+from cursched.codegen.cuda import gpu_available
 from cursched.cursors import AllocCursor, ForCursor
 
 #: elements per chunk: the threads of a block, the tree scan's size (a power of two)
@@ -142,15 +143,6 @@ def check(f: object, n: int, *, gpu: bool = False, seed: int = 0) -> float:
         f(n, x, y)  # type: ignore[operator]
     x64 = x.astype(np.float64)
     return float(np.abs(y - np.cumsum(x64)).max() / np.abs(x64).sum())
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.is_available())
-    except ImportError:
-        return False
 
 
 def scheduled() -> list[Proc]:

@@ -32,6 +32,7 @@ from cursched import (
     split,
     stage_mem,
 )
+from cursched.codegen.cuda import gpu_available
 
 BM = BN = 64  # the block tile of C
 BK = 16  # the k step (staged in SHARED, unrolled)
@@ -128,15 +129,6 @@ def check(f: object, m: int, n: int, k: int, *, gpu: bool = False) -> float:
         f(m, n, k, a, b, c)  # type: ignore[operator]
     ref = a.astype(np.float64) @ b.astype(np.float64)
     return float(np.max(np.abs(c - ref)) / np.max(np.abs(ref)))
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.is_available())
-    except ImportError:
-        return False
 
 
 def scheduled() -> list[Proc]:

@@ -8,7 +8,12 @@ Public functions:
     kernel_resources(source): ptxas's per-kernel report for ``sm_90``.
 """
 
-from cursched.codegen.cuda.nvcc import KernelResources, kernel_resources, nvcc_available
+from cursched.codegen.cuda.nvcc import (
+    KernelResources,
+    gpu_available,
+    kernel_resources,
+    nvcc_available,
+)
 from cursched.codegen.cuda.runtime import (
     BarrierDivergenceError,
     ThreadOrderError,
@@ -25,6 +30,7 @@ __all__ = [
     "compile_cuda",
     "emulation_source",
     "generate_cuda",
+    "gpu_available",
     "kernel_resources",
     "nvcc_available",
 ]

@@ -51,6 +51,15 @@ def nvcc_available() -> bool:
     return shutil.which("nvcc") is not None
 
 
+def gpu_available() -> bool:
+    """Whether cupy is installed and sees a CUDA device (what ``target="cuda"`` needs)."""
+    try:
+        import cupy  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return False
+    return bool(cupy.is_available())
+
+
 def _version() -> str:
     r = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
     return r.stdout
