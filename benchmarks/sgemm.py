@@ -56,8 +56,11 @@ _PROBE = """
 #define V {v}
 #define FMA(a) a = {fma}(a, x, y)
 void cs_fma_probe(int64_t n, float *out) {{
-    V a0 = {set1}(1.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
-    V a6 = a0, a7 = a0, a8 = a0, a9 = a0, a10 = a0, a11 = a0;
+    /* distinct starts: from equal starts the 12 chains are one value, and gcc computes a
+       single chain (one FMA per iteration, its latency: the peak read 1.5x too high) */
+    V a0 = {set1}(1.0f), a1 = {set1}(1.01f), a2 = {set1}(1.02f), a3 = {set1}(1.03f);
+    V a4 = {set1}(1.04f), a5 = {set1}(1.05f), a6 = {set1}(1.06f), a7 = {set1}(1.07f);
+    V a8 = {set1}(1.08f), a9 = {set1}(1.09f), a10 = {set1}(1.1f), a11 = {set1}(1.11f);
     const V x = {set1}(0.999999f), y = {set1}(1e-7f);
     for (int64_t i = 0; i < n; i++) {{
         FMA(a0); FMA(a1); FMA(a2); FMA(a3); FMA(a4); FMA(a5);
@@ -87,6 +90,20 @@ def cpu_model() -> str:
     )
 
 
+def probe_fmas(lib: str) -> int | None:
+    """FMAs per iteration of the probe's loop in the built ``lib`` (``objdump``), or None
+    without binutils: the wave-2 probe's 12 chains had equal starts, gcc merged them into one,
+    and its "peak" (one FMA's latency per step counted as 12 FMAs) was 1.5x the real one."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from inner_loops import fma_loops
+
+    try:
+        loops = fma_loops(lib)
+    except FileNotFoundError:
+        return None
+    return max((loop.fmas for loop in loops), default=0)
+
+
 def fma_probe(width: int) -> tuple[float, float]:
     """Peak FLOP/s of this core (wall, CPU time): 12 independent FMA chains, best of 5."""
     m = "_mm512" if width == 16 else "_mm256"
@@ -98,6 +115,9 @@ def fma_probe(width: int) -> tuple[float, float]:
         store=f"{m}_storeu_ps",
     )
     built = build_library("cs_fma_probe", src, ("-O2", "-march=native", "-fPIC", "-shared"))
+    fmas = probe_fmas(str(built.lib_path))
+    if fmas is not None and fmas != 12:  # the flop count below assumes 12 FMAs a step
+        raise SystemExit(f"FMA probe: its loop has {fmas} FMAs, not 12 (objdump)")
     fn = ctypes.CDLL(str(built.lib_path)).cs_fma_probe
     fn.argtypes = [ctypes.c_int64, ctypes.c_void_p]
     out = np.zeros(16, np.float32)

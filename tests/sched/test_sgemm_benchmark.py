@@ -48,3 +48,16 @@ def test_the_example_is_found_as_a_file_a_checkout_or_git(
     example.unlink()  # only the git history has it now
     text, why = bench.exo_example_source(str(repo / ".git"))
     assert text == "# stand-in\n" and "(git)" in why
+
+
+def test_the_fma_probe_runs_12_chains(bench: ModuleType) -> None:
+    """The probe's loop executes 12 FMAs per step (gcc merged the wave-2 probe's 12 equal
+    chains into one, so its peak was 1.5x too high), and the rate it reports is positive."""
+    if not bench.cpu_features() >= {"avx2", "fma"}:
+        pytest.skip("no AVX2+FMA on this CPU")
+    import shutil
+
+    if shutil.which("objdump") is None:
+        pytest.skip("no objdump")
+    wall, cpu = bench.fma_probe(8)  # exits if the built loop has another FMA count
+    assert wall > 0 and cpu > 0
