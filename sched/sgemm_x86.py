@@ -154,8 +154,9 @@ def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     """Register-block ``uk``: the C tile and a row of B in vector registers, broadcast-FMA
     instructions, everything but the ``k`` loop unrolled. With ``accum`` (BLIS's way) the
     tile starts at zero and is added to C at the end, C's rows prefetched before the ``k``
-    loop (``insert_noop_call`` of ``mm_prefetch``): the loads of C, cold in cache, no
-    longer stall the start of every call."""
+    loop (``insert_noop_call`` of ``mm_prefetch_lines``: both lines a row of 16 floats spans
+    when C is not 64-byte aligned, as numpy's arrays are not): the loads of C, cold in
+    cache, no longer stall the end of every call."""
     p = uk
     k = p.find_loop("k")
     p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory, accum=accum)
@@ -174,7 +175,7 @@ def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
         for i in range(t.mr):
             for j in range(0, t.nr, 16):
                 gap = p.forward(k).before()
-                p, _ = insert_noop_call(p, gap, x86.mm_prefetch, [f"C[{i}, {j}:{j + 16}]"])
+                p, _ = insert_noop_call(p, gap, x86.mm_prefetch_lines, [f"C[{i}, {j}:{j + 16}]"])
     p, _ = rename(p, f"{uk.name()}_{t.name}")
     return p
 

@@ -82,10 +82,11 @@ def test_microkernel_is_vector_code_without_a_scalar_inner_loop(scheduled: Proc)
         assert body.count("_mm256_fmadd_ps(") == 12, name  # the 6 x 2 register tile
         assert body.count("_mm256_loadu_ps(") == 12 + 2 and body.count("_mm256_storeu_ps(") == 12
         assert "__m256 Ct[6][2];" in body
-        # the tile accumulates from zero, C's 6 rows prefetched before the k loop, added at
-        # the end (BLIS's micro-kernel)
+        # the tile accumulates from zero, C's 6 rows prefetched before the k loop (both lines
+        # of each row: numpy's C is not 64-byte aligned), added at the end (BLIS's kernel)
         head = body[: body.index("for (")]
-        assert head.count("_mm256_setzero_ps()") == 12 and head.count("_mm_prefetch(") == 6
+        assert head.count("_mm256_setzero_ps()") == 12 and head.count("_mm_prefetch(") == 12
+        assert head.count(") + 60, _MM_HINT_T0)") == 6
         assert body.count("_mm256_add_ps(_mm256_loadu_ps(") == 12
         assert len(re.findall(r"\bfor \(", body)) == 1, "only the k loop is left"
         assert "+=" not in body and "*restrict" in body.split("{", 1)[0]
