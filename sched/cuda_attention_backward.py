@@ -63,7 +63,6 @@ from cursched import (
     lift_scope,
     merge_writes,
     proc,
-    rearrange_dim,
     reorder_loops,
     reorder_stmts,
     resize_dim,
@@ -269,41 +268,62 @@ def schedule(p: Proc, key_tile: int = KEY_TILE, query_tile: int = QUERY_TILE) ->
     # the patterns (steps 1-6 find theirs in _fa2_nest): the score's start and buffer, the
     # writes of P, dP, dS, the dK update, the tiles
     score_zero, score = p.find("s = 0.0"), p.find_alloc_or_arg("s")
-    dp_zero, ds_set, dk_sum = p.find("dP[_] = 0.0"), p.find("dS[_] = _"), p.find("dK[_] += _")
+    dp_zero, ds_set = p.find("dP[_] = 0.0"), p.find("dS[_] = _")
+    dv_sum, dk_sum = p.find("dV[_] += _"), p.find("dK[_] += _")
     tiles = [p.find_alloc_or_arg(x) for x in ("P", "dP", "dS")]
     p, nests = _fa2_nest(p, key_tile, query_tile)
     p, part = _dq_partials(p, nests, key_tile, query_tile)
     # 8. kernel drow: a block per 64 query rows, a thread per row
     p, dr = split(p, nests["Drow"].inner, 64, ("it", "ii"), tail="guard")
-    p, drow = scope(p, dr.outer.as_block(), "drow", target="cuda")
+    p, _ = scope(p, dr.outer.as_block(), "drow", target="cuda")
     p, _ = bind_loop(p, dr.outer, "blockIdx.x")
     p, _ = bind_loop(p, dr.inner, "threadIdx.x")
-    # 9. kernel dkdv
+    # 9. kernel dkdv. The per-key work of a query tile in one pass over its rows, for each
+    # key row (a thread) and query row: the score, P, dP, dS, the dV and dK updates, under
+    # one key guard and one query guard; P and dP one value each
     queries = p.forward(nests["P"].inner)
-    first, last = (_child_of(p, s, queries) for s in (score_zero, dk_sum))
+    ds_nest = _child_of(p, ds_set, queries)
+    dk_nest = p.forward(nests["dK"].head).parent().parent()
+    p = _move_up(p, dk_nest, ds_nest)
+    p = _move_down(p, p.forward(nests["dV"].head).parent().parent(), dk_nest)
+    rows = []
+    for stmt in (score, dp_zero, ds_set):
+        p, lv = _keys_outside(p, stmt)
+        rows.append(lv)
+    for name, upd in (("dV", dv_sum), ("dK", dk_sum)):
+        p, lv = _rows_inside(p, nests[name].head, upd)
+        rows.append(lv)
+    fused = []
+    for level in range(4):  # the key loops, the key guards, the query loops, the query guards
+        acc = rows[0][level]
+        for other in rows[1:]:
+            p, f = fuse(p, acc, other[level])
+            acc = f.fused
+        fused.append(acc)
+    for buf in tiles[:2]:
+        p = _move_down(p, buf, fused[0])
+        for _ in range(4):
+            p, _ = sink_alloc(p, buf)
+        for dim, at in enumerate(("ii", "jj")):
+            p, _ = resize_dim(p, buf, dim, 1, at)
+    for buf in (*tiles[:2], score):
+        p, _ = set_memory(p, buf, REGISTER)
+    p, _ = set_memory(p, tiles[2], SHARED)
+    threads = [fused[0]]
+    # the Q and dO tiles staged, loaded a column per thread (coalesced)
+    first = _child_of(p, score_zero, queries)
+    last = _child_of(p, nests["dQ"].head, queries)
     block = first.expand(0, last.index() - first.index())
-    threads = []
-    for buf, name in (("Q", "Qt"), ("dO", "dOt")):  # staged, a column per thread
+    for buf, name in (("Q", "Qt"), ("dO", "dOt")):
         window = f"{buf}[{query_tile} * it:{query_tile} * it + {query_tile}, 0:64]"
         p, st = stage_mem(p, block, window, name, memory=SHARED)
         block = st.block
         p, ld = reorder_loops(p, st.load)
         threads.append(ld.outer)
-    for name in ("dK", "dV"):  # a row per thread, zeroed, updated, written once
+    # dK and dV a row per thread in registers, zeroed first, written once at the end
+    for name in ("dK", "dV"):
         p, _ = set_memory(p, nests[f"{name} acc"].inner, REGISTER)
-        zero = p.forward(nests[f"{name} acc"].inner).next()
-        threads += [zero, p.forward(nests[name].head).parent().parent()]
-        threads.append(nests[f"{name} acc"].keys)
-    p, _ = set_memory(p, score, REGISTER)
-    for buf in tiles[:2]:  # a column of the tile per thread (its key first)
-        p, _ = rearrange_dim(p, buf, (1, 0))
-        p, _ = set_memory(p, buf, REGISTER)
-    p, _ = set_memory(p, tiles[2], SHARED)
-    for stmt in (score, dp_zero, ds_set):  # the keys outside the query rows
-        keys = p.forward(stmt).parent().parent()
-        p, _ = lift_scope(p, keys)
-        p, _ = reorder_loops(p, p.forward(keys).parent())
-        threads.append(keys)
+        threads += [p.forward(nests[f"{name} acc"].inner).next(), nests[f"{name} acc"].keys]
     p, z = reorder_loops(p, part.load)  # the partial tile zeroed a column per thread
     threads.append(z.outer)
     p, _ = lift_scope(p, nests["dQ"].head)  # the dQ product a head column per thread
@@ -355,6 +375,28 @@ def _dq_partials(p: Proc, nests: dict[str, _Nest], kt: int, qt: int) -> tuple[Pr
     p, _ = bind_loop(p, rows.fused, "blockIdx.x")
     p, _ = bind_loop(p, cols.outer, "threadIdx.x")
     return p, part
+
+
+def _keys_outside(p: Proc, stmt: Any) -> tuple[Proc, tuple[Any, ...]]:
+    """``for ii: if gi: for jj: if gj: stmt ...`` (a nest of P, dP or dS) to ``for jj: if gj:
+    for ii: if gi: stmt ...``; the proc and the four, outermost first."""
+    gj = p.forward(stmt).parent()
+    keys = gj.parent()
+    p, _ = lift_scope(p, keys)
+    p, _ = reorder_loops(p, p.forward(keys).parent())
+    p, up = lift_scope(p, gj)
+    p, up2 = lift_scope(p, gj)
+    return p, (keys, gj, up2.inner, up.inner)
+
+
+def _rows_inside(p: Proc, head: Any, update: Any) -> tuple[Proc, tuple[Any, ...]]:
+    """``for jj: if gj: for d: for ii: if gi: update`` (dV, dK) to ``for jj: if gj: for ii:
+    if gi: for d: update``; the proc and the four loops and guards, outermost first."""
+    gj = p.forward(head).parent()
+    keys = gj.parent()
+    p, rows = reorder_loops(p, head)
+    p, gi = lift_scope(p, p.forward(update).parent())
+    return p, (keys, gj, rows.outer, gi.outer)
 
 
 def _child_of(p: Proc, stmt: Any, loop: Any) -> Any:
