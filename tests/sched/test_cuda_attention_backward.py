@@ -72,9 +72,7 @@ def test_emulated_matches_the_naive_program(script: ModuleType, emulated: object
 
 
 def test_equivalent_and_history_replays(script: ModuleType, scheduled: Proc) -> None:
-    assert_equivalent(
-        script.attention_backward, scheduled, trials=1, sizes={"Nq": 33, "Nk": 65}
-    )
+    assert_equivalent(script.attention_backward, scheduled, trials=1, sizes={"Nq": 33, "Nk": 65})
     assert_history_replays(scheduled, attention_backward=script.attention_backward)
 
 
