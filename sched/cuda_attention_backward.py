@@ -144,12 +144,17 @@ def attention_backward(
 
 
 KEY_TILE = 64
-"""Keys of a block (one thread per key row)."""
+"""Keys of a tile: one ``dkdv`` block, a thread per key row (its dK and dV rows, 2 x 64
+floats, in registers)."""
 QUERY_TILE = 32
-"""Query rows of a tile."""
+"""Query rows of a tile: the Q, dO and dS tiles in SHARED take 3 x 32 x 64 x 4 = 24 KiB."""
 
 
 class _Nest(NamedTuple):
+    """A tiled nest (as ``sched/attention_backward.py``'s): its key-tile loop, the loop
+    directly inside it and, in the products, the loops over the head dimension (``head``) and
+    over the terms of the sum (``terms``)."""
+
     keys: Any
     inner: Any
     head: Any = None
@@ -157,16 +162,23 @@ class _Nest(NamedTuple):
 
 
 def _fa2_nest(p: Proc, kt: int = KEY_TILE, qt: int = QUERY_TILE) -> tuple[Proc, dict[str, _Nest]]:
-    """Steps 1-6 of sched/attention_backward.py with guarded tiles."""
+    """Steps 1-6 of ``sched/attention_backward.py`` (its ``_fa2_nest`` with ``tail="guard"``,
+    tiles of ``kt`` keys and ``qt`` queries, the head dimension 64): the key-block-outer nest of
+    flash attention 2's backward at any lengths. Returns the proc and the tiled nests by name
+    (also the dK/dV accumulators, ``"dK acc"``: store nest and allocation, and the nests of
+    Drow and of dQ's zeroing)."""
+    # the patterns: the nests (by their query and key loops), the zeroings, the buffers
     i_p, i_dv, i_dp, i_d, i_ds, _, i_dk = p.find_loop("i", many=True)
     j_p, _, j_dp, j_ds, j_dq, _ = p.find_loop("j", many=True)
     zeros = [p.find(f"{out}[_] = 0.0") for out in ("dV", "dQ", "dK")]
     drow, *tiles = (p.find_alloc_or_arg(x) for x in ("Drow", "P", "dP", "dS"))
+    # 1. the zeroing of every accumulated output in a nest of its own
     split_off = []
     for zero in zeros:
         p, f = fission(p, zero.after(), n_lifts=2)
         split_off.append((f.first, f.second))
     (dv_zero, dv_sum), (dq_zero, dq_sum), (dk_zero, dk_sum) = split_off
+    # 2. key tiles outermost, query tiles inside, in every nest
     nests: dict[str, _Nest] = {}
     for name, rows, keys in (("P", i_p, j_p), ("dP", i_dp, j_dp), ("dS", i_ds, j_ds)):
         p, nests[name] = _rows_keys(p, rows, keys, kt, qt)
@@ -177,8 +189,10 @@ def _fa2_nest(p: Proc, kt: int = KEY_TILE, qt: int = QUERY_TILE) -> tuple[Proc, 
         p, t = split(p, zero, kt, ("jt", "jj"), tail="guard")
         nests[name] = _Nest(t.outer, t.inner)
     nests["dQ zero"], nests["Drow"] = _Nest(None, dq_zero), _Nest(None, i_d)
+    # 3. Drow first, dQ zeroed before the key loop
     p = _move_up(p, i_d, drow)
     p = _move_up(p, dq_zero, i_d)
+    # 4. one key loop: the zeroing of dK and dV first, then one query loop
     order = ("P", "dV zero", "dV", "dP", "dS", "dQ", "dK zero", "dK")
     keys = nests["P"].keys
     for name in order[1:]:
@@ -191,12 +205,14 @@ def _fa2_nest(p: Proc, kt: int = KEY_TILE, qt: int = QUERY_TILE) -> tuple[Proc, 
     for name in ("dV", "dP", "dS", "dQ", "dK"):
         p, fq = fuse(p, queries, nests[name].inner)
         queries = fq.fused
+    # 5. P, dP and dS one tile each, in the query loop
     for buf in reversed(tiles):
         p, _ = sink_alloc(p, buf)
         p = _move_down(p, buf, queries)
         p, _ = sink_alloc(p, buf)
         p, _ = resize_dim(p, buf, 0, qt, f"{qt} * it")
         p, _ = resize_dim(p, buf, 1, kt, f"{kt} * jt")
+    # 6. dV and dK of a key block in local tiles, zeroed there, written once
     for out, zero, more in (("dV", "dV zero", 1), ("dK", "dK zero", None)):
         block = p.forward(nests[zero].inner).expand(0, more)
         window = f"{out}[{kt} * jt:{kt} * jt + {kt}, 0:64]"
@@ -207,6 +223,7 @@ def _fa2_nest(p: Proc, kt: int = KEY_TILE, qt: int = QUERY_TILE) -> tuple[Proc, 
 
 
 def _rows_keys(p: Proc, rows: Any, keys: Any, kt: int, qt: int) -> tuple[Proc, _Nest]:
+    """Tile a nest ``for i: for j: ...`` into ``for jt: for it: for ii: for jj: ...``."""
     p, r = split(p, rows, qt, ("it", "ii"), tail="guard")
     p, k = split(p, keys, kt, ("jt", "jj"), tail="guard")
     p, _ = lift_scope(p, k.outer)
@@ -218,6 +235,8 @@ def _rows_keys(p: Proc, rows: Any, keys: Any, kt: int, qt: int) -> tuple[Proc, _
 def _rows_head_keys(
     p: Proc, rows: Any, head: Any, keys: Any, kt: int, qt: int
 ) -> tuple[Proc, _Nest]:
+    """Tile ``for i: for d: for j: ...`` (dQ) into ``for jt: for it: for ii: for d: for
+    jj: ...``: each element still sums over the keys in order."""
     p, r = split(p, rows, qt, ("it", "ii"), tail="guard")
     p, k = split(p, keys, kt, ("jt", "jj"), tail="guard")
     p, _ = reorder_loops(p, head)
@@ -230,6 +249,8 @@ def _rows_head_keys(
 def _keys_head_rows(
     p: Proc, keys: Any, head: Any, rows: Any, kt: int, qt: int
 ) -> tuple[Proc, _Nest]:
+    """Tile ``for j: for d: for i: ...`` (dV, dK) into ``for jt: for it: for jj: for d: for
+    ii: ...``: each element still sums over the queries in order."""
     p, k = split(p, keys, kt, ("jt", "jj"), tail="guard")
     p, r = split(p, rows, qt, ("it", "ii"), tail="guard")
     p, _ = reorder_loops(p, head)
@@ -239,18 +260,23 @@ def _keys_head_rows(
 
 
 def _move_up(p: Proc, stmt: Any, below: Any) -> Proc:
+    """Swap ``stmt`` with the statement before it until it follows ``below``."""
     while p.forward(stmt).prev() != p.forward(below):
         p, _ = reorder_stmts(p, p.forward(stmt).expand(1, 0))
     return p
 
 
 def _move_down(p: Proc, stmt: Any, above: Any) -> Proc:
+    """Swap ``stmt`` with the statement after it until it precedes ``above``."""
     while p.forward(stmt).next() != p.forward(above):
         p, _ = reorder_stmts(p, p.forward(stmt).expand(0, 1))
     return p
 
 
 def _zero_instead_of_load(p: Proc, load: Any, zero: Any) -> Proc:
+    """The guarded load nest of a staged accumulator followed by its guarded zeroing nest:
+    one nest whose only write of each element is the zero (``fuse``, ``lift_scope``,
+    ``merge_writes``)."""
     p, rows = fuse(p, load, zero)
     first, second = rows.first_body[0], rows.second_body[0]
     p, up = lift_scope(p, first.body()[0])
