@@ -37,6 +37,11 @@ the lengths: the tiles are guarded. The schedule, with primitives and the cursor
    partial tiles over the key blocks.
 
 The patterns are all at the start (on the naive proc).
+
+Not tuned (no GPU was at hand): ptxas (sm_90) gives ``dkdv`` 255 registers with a few spilled
+words (the two register rows are 128 floats of each thread), 24 KiB of shared memory, 64
+threads a block; the K and V rows of a thread are read from global memory (through L1) for
+every query row; the workspace ``dQ_part`` holds ``Nq x 64`` floats per key block.
 """
 
 from __future__ import annotations

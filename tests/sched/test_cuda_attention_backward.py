@@ -120,3 +120,24 @@ def test_on_the_gpu(script: ModuleType, scheduled: Proc) -> None:
     g = scheduled.compile(target="cuda")
     for nq, nk in ((333, 333), (1000, 77), (64, 64)):
         assert script.check(g, nq, nk, gpu=True) == [], (nq, nk)
+
+
+def test_un_expanded_partial_tile_read_is_a_tombstone(script: ModuleType) -> None:
+    """The seed's failure mode on this derivation: a cursor to the read of the partial dQ tile
+    taken before ``expand_dim`` gives it its key-block dimension is dead afterwards, and using
+    it names the step; the returned cursors point into the new proc."""
+    from cursched import expand_dim, stage_mem
+    from cursched.errors import StaleCursorError
+
+    p, nests = script._fa2_nest(script.attention_backward, 64, 32)
+    rows = p.forward(nests["dQ"].head).parent().parent()
+    window = "dQ[32 * it:32 * it + 32, 0:64]"
+    p, part = stage_mem(p, rows.as_block(), window, "dQ_part", accum=True)
+    old_read = part.store.body()[0].body()[0].body()[0].rhs()
+    assert old_read.name() == "dQ_part"
+    p, ex = expand_dim(p, part.alloc, "(Nk + 63) / 64", "jt")
+    assert ex.alloc.proc() is p and all(a.proc() is p for a in ex.accesses)
+    dead = p.forward(old_read)
+    assert not dead
+    with pytest.raises(StaleCursorError, match="expand_dim"):
+        dead.name()
