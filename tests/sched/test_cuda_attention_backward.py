@@ -62,6 +62,14 @@ def test_emulated_matches_torch_and_formulas(
     assert script.check(emulated, nq, nk) == []
 
 
+def test_other_tiles(script: ModuleType) -> None:
+    """The derivation is not tied to its default tiles: 16-key blocks with 64-row query tiles
+    (the dQ product's 64 head columns then use more threads than the keys)."""
+    p = script.schedule(script.attention_backward, key_tile=16, query_tile=64)
+    f = p.compile(target="cuda-emulated", check_races=True)
+    assert script.check(f, 33, 130) == []
+
+
 def test_emulated_matches_the_naive_program(script: ModuleType, emulated: object) -> None:
     """The kernels against the naive backward program in the interpreter (float32)."""
     x = script.inputs(37, 70, seed=3)
