@@ -20,7 +20,7 @@ row. The schedule:
    allocation in it), scores and weights stored ``[key, row]`` (``rearrange_dim``); the query
    tile staged transposed once per query tile (``Qt[d, row]``) and the output tile
    accumulated transposed over all key tiles (``Ot[d, row]``; ``stage_mem``, ``rearrange_dim``):
-   the row is the contiguous dimension everywhere, and K and V are read in place;
+   the row is the contiguous dimension everywhere, and K is read in place;
 6. one loop nest per statement of the row loop (``fission``), the rows innermost
    (``reorder_loops``): the running max, the correction, the rescale, the weights and the
    sums are each one loop across the rows of the tile, every row's reductions still in key
@@ -32,7 +32,10 @@ row. The schedule:
    scores (the compiler keeps it in vector registers);
 8. the PV micro-kernels likewise: ``PV_HEADS`` head columns x ``ROWS`` rows of ``Ot`` staged
    over the keys of the tile (the head columns past a multiple of ``PV_HEADS`` in a loop of
-   their own, ``tail="cut"``; the rows as in 7);
+   their own, ``tail="cut"``; the rows as in 7); V staged once per call before the query
+   tiles, transposed within each key tile (``stage_mem``, ``divide_dim``, ``rearrange_dim``:
+   ``Vt[io, d, key]``), so that the broadcasts stream along rows of ``Vt`` as QK^T's do
+   along K's;
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
@@ -303,6 +306,15 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         tiles.append(
             _Tile(acc, pr.inner, None, r0, rows, "w[ii, ", "w_v" if base == 0 else "w_tail")
         )
+    # V staged once per call, before the query tiles, transposed within each key tile
+    # (Vt[io, d, key]): a PV kernel's broadcasts then stream along PV_HEADS rows of Vt like
+    # QK^T's along K's rows; read in place, V's rows (one line per key at head 64, 256 B
+    # apart, like the rows of w) conflict in L1 and the PV kernels ran ~25% slower per FMA
+    p, vs = stage_mem(p, qt.outer, "V[0:Nk, 0:D]", "Vt")
+    p, _ = divide_dim(p, vs.alloc, 0, key_tile)
+    p, _ = rearrange_dim(p, vs.alloc, (0, 2, 1))
+    p, _ = split(p, vs.load, key_tile, ("vo", "vi"), tail="perfect")
+    p, _ = simplify(p)
     # 9. the query tiles in parallel
     p, _ = parallelize_loop(p, qt.outer)
     if not vector or isa() is None:
