@@ -20,7 +20,7 @@ row. The schedule:
    allocation in it), scores and weights stored ``[key, row]`` (``rearrange_dim``); the query
    tile staged transposed once per query tile (``Qt[d, row]``) and the output tile
    accumulated transposed over all key tiles (``Ot[d, row]``; ``stage_mem``, ``rearrange_dim``):
-   the row is the contiguous dimension everywhere, and K is read in place;
+   the row is the contiguous dimension everywhere;
 6. one loop nest per statement of the row loop (``fission``), the rows innermost
    (``reorder_loops``): the running max, the correction, the rescale, the weights and the
    sums are each one loop across the rows of the tile, every row's reductions still in key
@@ -32,10 +32,11 @@ row. The schedule:
    scores (the compiler keeps it in vector registers);
 8. the PV micro-kernels likewise: ``PV_HEADS`` head columns x ``ROWS`` rows of ``Ot`` staged
    over the keys of the tile (the head columns past a multiple of ``PV_HEADS`` in a loop of
-   their own, ``tail="cut"``; the rows as in 7); V staged once per call before the query
-   tiles, transposed within each key tile (``stage_mem``, ``divide_dim``, ``rearrange_dim``:
-   ``Vt[io, d, key]``), so that the broadcasts stream along rows of ``Vt`` as QK^T's do
-   along K's;
+   their own, ``tail="cut"``; the rows as in 7); V and K staged once per call before the
+   query tiles (``stage_mem``, ``divide_dim``, ``rearrange_dim``): V transposed within each
+   key tile (``Vt[io, d, key]``), K packed by QK^T kernel (``Kp[io, iq, d, key]``), so that
+   every kernel's broadcasts stream along one or ``PV_HEADS`` rows instead of reading a
+   line of K (V) per key;
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
@@ -314,6 +315,15 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     p, _ = divide_dim(p, vs.alloc, 0, key_tile)
     p, _ = rearrange_dim(p, vs.alloc, (0, 2, 1))
     p, _ = split(p, vs.load, key_tile, ("vo", "vi"), tail="perfect")
+    # K likewise, packed by QK^T micro-kernel (Kp[io, iq, d, key]): a kernel's QK_KEYS
+    # broadcasts per step read one 16-byte run, its keys' rows one stream (at head 128 the
+    # four rows of K, 512 B each, and the 32 KiB of Qt overflowed L1)
+    p, ks = stage_mem(p, qt.outer, "K[0:Nk, 0:D]", "Kp")
+    p, _ = divide_dim(p, ks.alloc, 0, key_tile)
+    p, _ = divide_dim(p, ks.alloc, 1, QK_KEYS)
+    p, _ = rearrange_dim(p, ks.alloc, (0, 1, 3, 2))
+    p, kl = split(p, ks.load, key_tile, ("ko", "ki"), tail="perfect")
+    p, _ = split(p, kl.inner, QK_KEYS, ("kq", "kj"), tail="perfect")
     p, _ = simplify(p)
     # 9. the query tiles in parallel
     p, _ = parallelize_loop(p, qt.outer)
