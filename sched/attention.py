@@ -36,7 +36,9 @@ row. The schedule:
    query tiles (``stage_mem``, ``divide_dim``, ``rearrange_dim``): V transposed within each
    key tile (``Vt[io, d, key]``), K packed by QK^T kernel (``Kp[io, iq, d, key]``), so that
    every kernel's broadcasts stream along one or ``PV_HEADS`` rows instead of reading a
-   line of K (V) per key;
+   line of K (V) per key; in step 10, ``Qt`` by vectors of rows (``Qt[row / 8, d, row %
+   8]``: ``divide_dim``, ``rearrange_dim``), each vector operand of a QK^T kernel one
+   contiguous stream over the head dimension;
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
@@ -331,25 +333,50 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         return p
     # 10. AVX2 instructions (on AVX-512 CPUs too), every vector one row of 8 lanes: the
     # micro-kernels' tiles in registers, fused multiply-adds with a broadcast of K (V)
+    # Qt by vectors of rows (Qt[row / 8, d, row % 8]): each vector operand of a QK^T kernel
+    # one contiguous stream over the head dimension, not 32 of every 256 bytes (at head 128
+    # the QK^T kernels' Qt, 32 KiB, overflowed L1; ~5-8% faster there, neutral at 64)
+    # (not with a tile of one vector of rows, query_tile 32: the lanes' split of its rows,
+    # a loop of one iteration, leaves the staged vector's index a lane offset)
+    pack_qt = all(rows > LANES for _, rows in _row_blocks(query_tile))
+    if pack_qt:
+        p, _ = divide_dim(p, qs.alloc, 1, LANES)
+        p, _ = rearrange_dim(p, qs.alloc, (1, 0, 2))
+        p, _ = split(p, qs.load, LANES, ("qo", "ql"), tail="perfect")
+        p, _ = simplify(p)
     for t in tiles:
         # the vector operand (the tile's rows of Qt or w) loaded once per step of the
         # reduction into registers that all the tile's FMAs share
-        window = f"{t.row}{t.r0}:{t.r0} + {t.rows}]"
+        packed = pack_qt and t.row.startswith("Qt[")  # its vectors of rows a dimension
+        if packed:  # r0 = "{base} + {rows} * rq": vectors base / 8 + rows / 8 * rq on;
+            # the rows in vectors first, so that the staged operand is [vector, lane]
+            nvec = t.rows // LANES
+            v0 = f"{int(t.r0.split(' + ')[0]) // LANES} + {nvec} * rq"
+            window = f"Qt[{v0}:{v0} + {nvec}, k, 0:{LANES}]"
+            p, fm = _lanes(p, t.fma, "r")
+            p, _ = simplify(p)
+        else:
+            window = f"{t.row}{t.r0}:{t.r0} + {t.rows}]"
         p, vec = stage_mem(p, p.forward(t.fma).parent(), window, t.vector, memory=AVX2)
         p, ld = _lanes(p, t.acc.load.body()[0], "l")
         p, st = _lanes(p, t.acc.store.body()[0], "s")
-        p, vl = _lanes(p, vec.load, "q")
-        p, fm = _lanes(p, t.fma, "r")
+        if packed:  # the load a nest (vector, lane) already
+            lanes_load = p.forward(vec.load).body()[0]
+        else:
+            p, vl = _lanes(p, vec.load, "q")
+            lanes_load = vl.inner
+            p, fm = _lanes(p, t.fma, "r")
         p, zero_v = _lanes(p, t.zero, "z") if t.zero is not None else (p, None)
         p, _ = divide_dim(p, t.acc.alloc, 1, LANES)
-        p, _ = divide_dim(p, vec.alloc, 0, LANES)
+        if not packed:
+            p, _ = divide_dim(p, vec.alloc, 0, LANES)
         p, _ = simplify(p)
         p, _ = set_memory(p, t.acc.alloc, AVX2)
         p, _ = replace(p, ld.inner, mm256_loadu_ps)
         p, _ = replace(p, st.inner, mm256_storeu_ps)
         if zero_v is not None:
             p, _ = replace(p, zero_v.inner, mm256_setzero_ps)
-        p, _ = replace(p, vl.inner, mm256_loadu_ps_reg)
+        p, _ = replace(p, lanes_load, mm256_loadu_ps_reg)
         p, _ = replace(p, fm.inner, mm256_fmadd_ps_broadcast)
     # 11. the running max of the rows in registers over the keys of a tile
     p, mv = stage_mem(p, outer[1], f"m[0:{query_tile}]", "m_v")

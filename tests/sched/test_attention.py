@@ -37,7 +37,7 @@ def test_runs_as_a_file() -> None:
     out = run_file(SCRIPT)
     assert out.startswith("def attention_row(Nk: size")
     assert "ok: the attention row and flash attention 2 match numpy" in out
-    assert "# schedule of attention: 219 step(s)" in out
+    assert "# schedule of attention: 221 step(s)" in out
 
 
 def test_attention_row(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
@@ -87,17 +87,19 @@ def test_flash_attention(script: ModuleType, flash: Proc, golden) -> None:  # ty
     qk = "mm256_fmadd_ps_broadcast(s_acc[ij, rv, 0:8], qt_v[rv, 0:8], Kp[io, iq, k, ij:ij + 1])"
     pv = "mm256_fmadd_ps_broadcast(o_acc[dj, rv, 0:8], w_v[rv, 0:8], Vt[io, 4 * dq + dj, ii:"
     assert qk in text and pv in text
-    for step, vec, row, n, first in (
-        ("k", "qt_v", r"Qt\[k", 3, r"24 \* rq \+ 8 \* qv:"),
-        ("ii", "w_v", r"w\[ii", 3, r"24 \* rq \+ 8 \* qv:"),
-        ("k", "qt_tail", r"Qt\[k", 2, r"16 \* rq \+ 8 \* qv \+ 48:"),
-        ("ii", "w_tail", r"w\[ii", 2, r"16 \* rq \+ 8 \* qv \+ 48:"),
+    # (Qt by vectors of rows: Qt[row / 8, d, row % 8], one vector of rows a window of 8)
+    for step, vec, n, operand in (
+        ("k", "qt_v", 3, r"Qt\[3 \* rq \+ \1, k, 0:8\]\)"),
+        ("ii", "w_v", 3, r"w\[ii, 24 \* rq \+ 8 \* \1:"),
+        ("k", "qt_tail", 2, r"Qt\[2 \* rq \+ \1 \+ 6, k, 0:8\]\)"),
+        ("ii", "w_tail", 2, r"w\[ii, 16 \* rq \+ 8 \* \1 \+ 48:"),
     ):
         load = (
-            rf"for {step} in seq\(0, \w+\):\n\s+{vec}: f32\[{n}, 8\] @ AVX2\n\s+for qv in"
-            rf" seq\(0, {n}\):\n\s+mm256_loadu_ps_reg\({vec}\[qv, 0:8\], {row}, {first}"
+            rf"for {step} in seq\(0, \w+\):\n\s+{vec}: f32\[{n}, 8\] @ AVX2\n\s+for (\w+) in"
+            rf" seq\(0, {n}\):\n\s+mm256_loadu_ps_reg\({vec}\[\1, 0:8\], {operand}"
         )
         assert re.search(load, text), load
+    assert text.count("Qt: f32[8, D, 8] @ DRAM") == 1
     for op in ("mm256_max_ps(m_v[rv, 0:8]", "mm256_sub_guarded_ps(", "mm256_exp_ps(exp_w"):
         assert op in text
     assert script.check_flash(p, 64, 64, 3, compiled=False, seed=1) == []
@@ -196,7 +198,7 @@ def test_vector_instructions_in_the_inner_loops_of_the_c(flash: Proc) -> None:
     for call in (
         "s_acc[ij][rv] = _mm256_fmadd_ps(qt_v[rv], _mm256_broadcast_ss((Kp + ",
         "o_acc[dj][rv] = _mm256_fmadd_ps(w_v[rv], _mm256_broadcast_ss((Vt + ",
-        'qt_v[qv] = _mm256_loadu_ps((Qt + (k * 64 + 24 * rq + 8 * qv))); __asm__("" : "+x"(qt_v[qv]));',
+        '_mm256_loadu_ps((Qt + ((3 * rq + i0) * (8 * D) + k * 8))); __asm__("" : "+x"(qt_v[i0]));',
         'w_v[qv] = _mm256_loadu_ps((w + (ii * 64 + 24 * rq + 8 * qv))); __asm__("" : "+x"(w_v[qv]));',
         "m_v[rv] = _mm256_blendv_ps(_mm256_max_ps(m_v[rv], score_v)",
         "exp_w = cs_exp256_ps(arg_w);",
