@@ -13,6 +13,8 @@ Run: python benchmarks/flash_attention.py            (sequence 1024 .. 8192, hea
                                                       thread, best of 5: about 20 s)
      python benchmarks/flash_attention.py --sizes 4096x64,2048x128 --threads 1,2 --reps 5
      python benchmarks/flash_attention.py --asm --quick    (the compiled inner loops first)
+     python benchmarks/flash_attention.py --quick --cpu    (1 thread, CPU time of the thread:
+                                                      on a loaded machine)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -64,10 +67,16 @@ def numpy_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def measure(
-    n: int, d: int, kernel: Callable[..., None], torch: Any, n_threads: int, reps: int
+    n: int,
+    d: int,
+    kernel: Callable[..., None],
+    torch: Any,
+    n_threads: int,
+    reps: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float] | None:
     """Times of cursched, numpy and torch for sequence ``n`` and head ``d`` at ``n_threads``
-    (None when the kernel's output is wrong)."""
+    by ``clock`` (None when the kernel's output is wrong)."""
     x = SCRIPT.inputs(n, n, d)
     q, k, v = x["Q"], x["K"], x["V"]
     o, lse = np.full((n, d), np.nan, np.float32), np.zeros(n, np.float32)
@@ -85,7 +94,7 @@ def measure(
             qt, kt, vt = (torch.from_numpy(a)[None, None] for a in (q, k, v))
             sdpa = torch.nn.functional.scaled_dot_product_attention
             fns["torch"] = lambda: sdpa(qt, kt, vt, scale=1.0)
-        return interleaved_best(fns, reps)
+        return interleaved_best(fns, reps, clock)
 
 
 SIZES = [(n, d) for d in (64, 128) for n in (1024, 2048, 4096, 8192)]
@@ -106,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sizes", type=_sizes, default=None, help="seq x head list: 4096x64,...")
     ap.add_argument("--threads", default="", help="thread counts: 1,2 (default 1 and all)")
     ap.add_argument("--asm", action="store_true", help="print the kernel's inner FMA loops")
+    ap.add_argument("--cpu", action="store_true", help="1 thread, the thread's CPU time")
     _results.add_json_flag(ap)
     args = ap.parse_args(argv)
     reps = args.reps or (QUICK_REPS if args.quick else 3)
@@ -113,6 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = [int(t) for t in args.threads.split(",") if t] or (
         [1] if args.quick else thread_counts()
     )
+    if args.cpu and counts != [1]:
+        ap.error("--cpu times the calling thread only: --threads 1")
+    clock = time.thread_time if args.cpu else time.perf_counter
     kernel = SCRIPT.schedule_flash(SCRIPT.attention).compile()
     if args.asm:
         print("inner FMA loops of", kernel.lib_path, "(per iteration):")
@@ -122,11 +135,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("torch:", torch.__version__ if torch is not None else "not installed")
     print("cursched: sched/attention.py schedule_flash(attention), default compile() flags;")
     print("Q pre-scaled (scale=1.0 for torch); ratios: peer time / cursched time, best of", reps)
+    print("times:", "CPU time of the thread" if args.cpu else "wall")
     peers = ["numpy", "torch"] if torch is not None else ["numpy"]
     print_header("seq x head", peers)
     for n, d in sizes:
         for t in counts:
-            times = measure(n, d, kernel, torch, t, reps)
+            times = measure(n, d, kernel, torch, t, reps, clock)
             if times is None:
                 return 1
             print(table_row(f"{n}x{d}", t, times), flush=True)

@@ -20,7 +20,7 @@ row. The schedule:
    allocation in it), scores and weights stored ``[key, row]`` (``rearrange_dim``); the query
    tile staged transposed once per query tile (``Qt[d, row]``) and the output tile
    accumulated transposed over all key tiles (``Ot[d, row]``; ``stage_mem``, ``rearrange_dim``):
-   the row is the contiguous dimension everywhere, and K and V are read in place;
+   the row is the contiguous dimension everywhere;
 6. one loop nest per statement of the row loop (``fission``), the rows innermost
    (``reorder_loops``): the running max, the correction, the rescale, the weights and the
    sums are each one loop across the rows of the tile, every row's reductions still in key
@@ -32,7 +32,13 @@ row. The schedule:
    scores (the compiler keeps it in vector registers);
 8. the PV micro-kernels likewise: ``PV_HEADS`` head columns x ``ROWS`` rows of ``Ot`` staged
    over the keys of the tile (the head columns past a multiple of ``PV_HEADS`` in a loop of
-   their own, ``tail="cut"``; the rows as in 7);
+   their own, ``tail="cut"``; the rows as in 7); V and K staged once per call before the
+   query tiles (``stage_mem``, ``divide_dim``, ``rearrange_dim``): V transposed within each
+   key tile (``Vt[io, d, key]``), K packed by QK^T kernel (``Kp[io, iq, d, key]``), so that
+   every kernel's broadcasts stream along one or ``PV_HEADS`` rows instead of reading a
+   line of K (V) per key; in step 10, ``Qt`` by vectors of rows (``Qt[row / 8, d, row %
+   8]``: ``divide_dim``, ``rearrange_dim``), each vector operand of a QK^T kernel one
+   contiguous stream over the head dimension;
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
@@ -303,31 +309,74 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         tiles.append(
             _Tile(acc, pr.inner, None, r0, rows, "w[ii, ", "w_v" if base == 0 else "w_tail")
         )
+    # V staged once per call, before the query tiles, transposed within each key tile
+    # (Vt[io, d, key]): a PV kernel's broadcasts then stream along PV_HEADS rows of Vt like
+    # QK^T's along K's rows; read in place, V's rows (one line per key at head 64, 256 B
+    # apart, like the rows of w) conflict in L1 and the PV kernels ran ~25% slower per FMA
+    p, vs = stage_mem(p, qt.outer, "V[0:Nk, 0:D]", "Vt")
+    p, _ = divide_dim(p, vs.alloc, 0, key_tile)
+    p, _ = rearrange_dim(p, vs.alloc, (0, 2, 1))
+    p, _ = split(p, vs.load, key_tile, ("vo", "vi"), tail="perfect")
+    # K likewise, packed by QK^T micro-kernel (Kp[io, iq, d, key]): a kernel's QK_KEYS
+    # broadcasts per step read one 16-byte run, its keys' rows one stream (at head 128 the
+    # four rows of K, 512 B each, and the 32 KiB of Qt overflowed L1)
+    p, ks = stage_mem(p, qt.outer, "K[0:Nk, 0:D]", "Kp")
+    p, _ = divide_dim(p, ks.alloc, 0, key_tile)
+    p, _ = divide_dim(p, ks.alloc, 1, QK_KEYS)
+    p, _ = rearrange_dim(p, ks.alloc, (0, 1, 3, 2))
+    p, kl = split(p, ks.load, key_tile, ("ko", "ki"), tail="perfect")
+    p, _ = split(p, kl.inner, QK_KEYS, ("kq", "kj"), tail="perfect")
+    p, _ = simplify(p)
     # 9. the query tiles in parallel
     p, _ = parallelize_loop(p, qt.outer)
     if not vector or isa() is None:
         return p
     # 10. AVX2 instructions (on AVX-512 CPUs too), every vector one row of 8 lanes: the
     # micro-kernels' tiles in registers, fused multiply-adds with a broadcast of K (V)
+    # Qt by vectors of rows (Qt[row / 8, d, row % 8]): each vector operand of a QK^T kernel
+    # one contiguous stream over the head dimension, not 32 of every 256 bytes (at head 128
+    # the QK^T kernels' Qt, 32 KiB, overflowed L1; ~5-8% faster there, neutral at 64)
+    # (not with a tile of one vector of rows, query_tile 32: the lanes' split of its rows,
+    # a loop of one iteration, leaves the staged vector's index a lane offset)
+    pack_qt = all(rows > LANES for _, rows in _row_blocks(query_tile))
+    if pack_qt:
+        p, _ = divide_dim(p, qs.alloc, 1, LANES)
+        p, _ = rearrange_dim(p, qs.alloc, (1, 0, 2))
+        p, _ = split(p, qs.load, LANES, ("qo", "ql"), tail="perfect")
+        p, _ = simplify(p)
     for t in tiles:
         # the vector operand (the tile's rows of Qt or w) loaded once per step of the
         # reduction into registers that all the tile's FMAs share
-        window = f"{t.row}{t.r0}:{t.r0} + {t.rows}]"
+        packed = pack_qt and t.row.startswith("Qt[")  # its vectors of rows a dimension
+        if packed:  # r0 = "{base} + {rows} * rq": vectors base / 8 + rows / 8 * rq on;
+            # the rows in vectors first, so that the staged operand is [vector, lane]
+            nvec = t.rows // LANES
+            v0 = f"{int(t.r0.split(' + ')[0]) // LANES} + {nvec} * rq"
+            window = f"Qt[{v0}:{v0} + {nvec}, k, 0:{LANES}]"
+            p, fm = _lanes(p, t.fma, "r")
+            p, _ = simplify(p)
+        else:
+            window = f"{t.row}{t.r0}:{t.r0} + {t.rows}]"
         p, vec = stage_mem(p, p.forward(t.fma).parent(), window, t.vector, memory=AVX2)
         p, ld = _lanes(p, t.acc.load.body()[0], "l")
         p, st = _lanes(p, t.acc.store.body()[0], "s")
-        p, vl = _lanes(p, vec.load, "q")
-        p, fm = _lanes(p, t.fma, "r")
+        if packed:  # the load a nest (vector, lane) already
+            lanes_load = p.forward(vec.load).body()[0]
+        else:
+            p, vl = _lanes(p, vec.load, "q")
+            lanes_load = vl.inner
+            p, fm = _lanes(p, t.fma, "r")
         p, zero_v = _lanes(p, t.zero, "z") if t.zero is not None else (p, None)
         p, _ = divide_dim(p, t.acc.alloc, 1, LANES)
-        p, _ = divide_dim(p, vec.alloc, 0, LANES)
+        if not packed:
+            p, _ = divide_dim(p, vec.alloc, 0, LANES)
         p, _ = simplify(p)
         p, _ = set_memory(p, t.acc.alloc, AVX2)
         p, _ = replace(p, ld.inner, mm256_loadu_ps)
         p, _ = replace(p, st.inner, mm256_storeu_ps)
         if zero_v is not None:
             p, _ = replace(p, zero_v.inner, mm256_setzero_ps)
-        p, _ = replace(p, vl.inner, mm256_loadu_ps_reg)
+        p, _ = replace(p, lanes_load, mm256_loadu_ps_reg)
         p, _ = replace(p, fm.inner, mm256_fmadd_ps_broadcast)
     # 11. the running max of the rows in registers over the keys of a tile
     p, mv = stage_mem(p, outer[1], f"m[0:{query_tile}]", "m_v")

@@ -58,6 +58,18 @@ def test_interleaved_best_takes_the_minimum(softmax_bench: ModuleType) -> None:
     assert all(0 <= t < 1 for t in best.values())
 
 
+def test_interleaved_best_times_by_the_given_clock(softmax_bench: ModuleType) -> None:
+    ticks = iter([0.0, 3.0, 3.0, 5.0])  # two calls: 3 s, then 2 s
+    best = softmax_bench.interleaved_best({"a": lambda: None}, reps=2, clock=lambda: next(ticks))
+    assert best == {"a": 2.0}
+
+
+def test_flash_attention_cpu_times_one_thread_only() -> None:
+    fa = _load("flash_attention")
+    with pytest.raises(SystemExit):  # thread_time would miss the other threads' time
+        fa.main(["--cpu", "--threads", "1,2", "--sizes", "64x8"])
+
+
 def test_scan_benchmark_checks_then_measures(capsys: pytest.CaptureFixture[str]) -> None:
     bench = _load("scan")
     assert bench.main(["--sizes", "4171", "--reps", "1"]) == 0
