@@ -306,6 +306,10 @@ class _Verifier:
 
     # -- data expressions ------------------------------------ control-expr, read-type, ...
     def data(self, e: Expr, path: Path) -> None:
+        if type(e) is Const and type(e.value) is float:  # the commonest: a float literal
+            t = e.type
+            if type(t) is DataType and t.is_float():
+                return
         match e:
             case Const():
                 self.const(e, path)
@@ -345,7 +349,24 @@ class _Verifier:
             self.fail("read-type", path, f"{e.sym!r}: {e.type} read, {want} declared")
 
     def indices(self, idx: tuple[Expr, ...], path: Path) -> None:
+        env, deps = self.env, self.deps
         for k, i in enumerate(idx):
+            # the two commonest indices, a loop variable and an integer literal, decided
+            # here as ``int_ctrl`` would pass them (anything else, and every failure, takes
+            # the general check, which builds the path for its message)
+            t = type(i)
+            if t is Read and not i.idx:  # type: ignore[union-attr]
+                var = env.get(i.sym)  # type: ignore[union-attr]
+                it = i.type  # type: ignore[union-attr]
+                ok = var is not None and type(it) is ControlType and it == var.type
+                if ok and it.name != "bool":
+                    if deps is not None:
+                        deps[i.sym] = var  # type: ignore[union-attr]
+                    continue
+            elif t is Const and type(i.value) is int:  # type: ignore[union-attr]
+                it = i.type  # type: ignore[union-attr]
+                if type(it) is ControlType and it.name != "bool":
+                    continue
             self.int_ctrl(i, (*path, ("idx", k)), "control-expr", "an index")
 
     def extern(self, e: Extern, path: Path) -> None:
