@@ -354,18 +354,17 @@ class _Verifier:
             # the two commonest indices, a loop variable and an integer literal, decided
             # here as ``int_ctrl`` would pass them (anything else, and every failure, takes
             # the general check, which builds the path for its message)
-            t = type(i)
-            if t is Read and not i.idx:  # type: ignore[union-attr]
-                var = env.get(i.sym)  # type: ignore[union-attr]
-                it = i.type  # type: ignore[union-attr]
-                ok = var is not None and type(it) is ControlType and it == var.type
-                if ok and it.name != "bool":
+            if type(i) is Read and not i.idx:
+                var = env.get(i.sym)
+                it = i.type
+                ok = isinstance(it, ControlType) and it.name != "bool"
+                if ok and var is not None and it == var.type:
                     if deps is not None:
-                        deps[i.sym] = var  # type: ignore[union-attr]
+                        deps[i.sym] = var
                     continue
-            elif t is Const and type(i.value) is int:  # type: ignore[union-attr]
-                it = i.type  # type: ignore[union-attr]
-                if type(it) is ControlType and it.name != "bool":
+            elif type(i) is Const and type(i.value) is int:
+                ct = i.type
+                if type(ct) is ControlType and ct.name != "bool":
                     continue
             self.int_ctrl(i, (*path, ("idx", k)), "control-expr", "an index")
 
