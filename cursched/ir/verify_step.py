@@ -66,11 +66,18 @@ class _StepVerifier(_Verifier):
         ):
             self.proc()
             return
-        bound: list[Sym] = []
-        for k, a in enumerate(p.args):
-            self.fnarg(a, (("args", k),), bound)
-        for k, pred in enumerate(p.preds):
-            self.bool_ctrl(pred, (("preds", k),), "an assert")
+        if all(map(is_, p.args, old.args)):
+            # the very parameters of the valid ``old``: they hold, only their bindings enter
+            for a in p.args:
+                self.env[a.sym] = _Var(a.type, "param", a.mem)
+        else:
+            bound: list[Sym] = []
+            for k, a in enumerate(p.args):
+                self.fnarg(a, (("args", k),), bound)
+        # an assert depends only on the parameters, equal here: the same objects held in old
+        if len(p.preds) != len(old.preds) or not all(map(is_, p.preds, old.preds)):
+            for k, pred in enumerate(p.preds):
+                self.bool_ctrl(pred, (("preds", k),), "an assert")
         self.block_since(p.body, old.body, (), "body")
         self.verified.add(id(p))
 
@@ -170,7 +177,10 @@ class _StepVerifier(_Verifier):
             self.take(s, bound)
             return True
         if isinstance(s, For) and isinstance(o, For) and s.iter is o.iter:
-            self.loop_header(s, path)
+            # the header depends on its fields, the bindings and the CUDA depth (equal here)
+            same_header = s.lo is o.lo and s.hi is o.hi and s.mode == o.mode
+            if not (same_header and s.axis == o.axis):
+                self.loop_header(s, path)
             self.bind(s.iter, LOOP_VAR, path, [])
             self.block_since(s.body, o.body, path, "body")
             del self.env[s.iter]
