@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from cursched import DRAM, cut_loop, proc, unroll_loop
 from cursched.cursors import Tombstone
+from cursched.cursors.edits import find_survivors
+from cursched.cursors.forwarding import Survivors
 from cursched.cursors.tree import walk
 from cursched.ir.nodes import Alloc, Const, For, Stmt
 from cursched.ir.printer import print_expr, print_stmt
@@ -73,6 +75,11 @@ def test_unroll_copies_share_what_does_not_read_the_variable() -> None:
     assert kept and all(not isinstance(x, Stmt) for x in kept)
     text = {print_expr(x) for x in kept}
     assert text == {"i", "2.0", "0", "2"}, text  # the inner loop's bounds are shared too
+    # what lets unroll_loop skip the editor's search for survivors (``kill_all``): it finds
+    # none, the shared nodes occurring once per copy
+    flat = [s for c in copies for s in c]
+    assert find_survivors((loop,), flat) == Survivors({}, {})
+    assert find_survivors((loop,), list(plain[0])) == Survivors({}, {})
     # in each copy, the reads of the buffer bound in the body are new, of its own copy
     bufs = [s.sym for c in copies for s in c if isinstance(s, Alloc)]
     assert len(set(bufs)) == 4 and loop.body[0].sym not in bufs  # type: ignore[union-attr]

@@ -145,7 +145,9 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
         new = [Pass()]
     checks_passed()
     ed = Editor(ir)
-    out = ed.replace(block, new, hint="unrolled; use .copies[k]")
+    # no old node lives on: the copies' nodes are new or shared by two copies or more, and
+    # their loops have fresh variables (``unroll_copies``, ``fresh``)
+    out = ed.replace(block, new, hint="unrolled; use .copies[k]", kill_all=True)
     n = len(L.body)
     locs = tuple(
         BlockLoc(out.parent, out.attr, out.lo + k * n, out.lo + (k + 1) * n)
