@@ -24,9 +24,12 @@ checks only what changed, with the context it needs, and reaches the verdict the
   left the bindings as ``old``'s middle did (the same symbols, bound to the same things);
   otherwise they are checked again.
 
-Parameters that changed (a memory, a type) give other bindings everywhere: then the whole proc
-is walked (with the memo). ``CURSCHED_VERIFY=full`` runs ``verify_proc(new, memo=False)``
-instead, which reuses nothing; the soundness fuzzer runs both and compares them.
+The parameters and asserts of ``new``, when they are the very objects of ``old``'s, are not
+checked again (their bindings enter the scope), nor the header of a paired loop whose bounds
+are the same objects (mode and axis equal). Parameters that changed (a memory, a type) give
+other bindings everywhere: then the whole proc is walked (with the memo).
+``CURSCHED_VERIFY=full`` runs ``verify_proc(new, memo=False)`` instead, which reuses nothing;
+the soundness fuzzer runs both and compares them.
 """
 
 from __future__ import annotations
