@@ -643,21 +643,33 @@ def _check_extent(v: _Verifier, lo: Expr, hi: Expr, ext: Expr, path: Path) -> No
 # Procs that passed a verification, by id with the proc kept alive (versions share most of
 # their nodes, so an entry costs little): ``verify_step`` checks a new version against one of
 # these, and a call to one of them needs no second walk of the callee. Only a proc that
-# passed goes in, so membership is proof of validity; cleared when full.
+# passed goes in, so membership is proof of validity; when full, the least recently used
+# entry (asked or remembered) goes.
 _VALID: dict[int, ProcDef] = {}
 _VALID_LIMIT = 1 << 10
 
 
 def known_valid(p: ProcDef) -> bool:
     """Whether ``p`` (this very object) passed a verification in this process."""
-    return _VALID.get(id(p)) is p
+    i = id(p)
+    if _VALID.get(i) is not p:
+        return False
+    # least recently used goes first: a proc that many steps start from (the base of an
+    # autotuner's variants) stays known, where clearing the table when full made every
+    # later step from it walk the whole proc
+    del _VALID[i]
+    _VALID[i] = p
+    return True
 
 
 def remember_valid(p: ProcDef) -> None:
     """Record that ``p`` passed a verification (only a verifier may call this)."""
-    if len(_VALID) >= _VALID_LIMIT:
-        _VALID.clear()
-    _VALID[id(p)] = p
+    i = id(p)
+    if i in _VALID:  # the entry keeps its proc alive, so the id is this proc's
+        del _VALID[i]
+    elif len(_VALID) >= _VALID_LIMIT:
+        del _VALID[next(iter(_VALID))]  # the least recently used
+    _VALID[i] = p
 
 
 def _known_valid(p: ProcDef) -> bool:
