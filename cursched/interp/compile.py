@@ -21,18 +21,16 @@ error at the very access that fails.
 from __future__ import annotations
 
 import functools
-import keyword
 import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any, assert_never
 
 import numpy as np
 
 from cursched.errors import AllocationError, InterpreterError
-from cursched.interp.exprs import Buf, ExprCompiler, Hoisted
+from cursched.interp.exprs import Buf, ExprCompiler, Hoisted, reset_config_state
 from cursched.interp.values import (
     c_div,
     c_rem,
@@ -40,7 +38,10 @@ from cursched.interp.values import (
     float_div,
     float_mod,
     fmt_expr,
+    quiet_numpy,
+    restore_numpy,
     round_f16,
+    rounder,
     sqrt_float,
     to_python,
 )
@@ -68,7 +69,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import stmt_exprs, walk_expr, walk_stmts, written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
-__all__ = ["CompiledProc", "Compiler", "new_buffer"]
+__all__ = ["MEMORYVIEW_FORMATS", "CompiledProc", "Compiler", "new_buffer"]
 
 #: Fill value of fresh integer buffers: the low bytes of 0xDEADBEEF, so that a read before a
 #: write shows up as a recognisable garbage value in differential tests.
@@ -76,15 +77,19 @@ _GARBAGE = 0xDEADBEEF
 
 
 #: Loops of at most this many iterations are not versioned (see the module docstring).
-_SHORT = 6
+_SHORT = 3
 
-#: The default of ``_fast``'s parameters: a missing argument.
+#: The value of a parameter of ``_run`` not given by name.
 _MISSING = object()
+
+#: Element types (``dtype.char``) a memoryview can index: the generated code reads and
+#: writes such arrays in place; others (f16) go through a list copied back after the run.
+MEMORYVIEW_FORMATS = frozenset("fdbBhHiIlLqQ")
+_MEMORYVIEW_FORMATS = MEMORYVIEW_FORMATS
 
 #: What the generated code finds in its namespace (besides its own constants and callees).
 _HELPERS: dict[str, Any] = {
-    "_memoryview": memoryview,
-    "_bytearray": bytearray,
+    "_rounder": rounder,
     "_c_div": c_div,
     "_c_rem": c_rem,
     "_float_div": float_div,
@@ -92,7 +97,6 @@ _HELPERS: dict[str, Any] = {
     "_round_f16": round_f16,
     "_sqrt": sqrt_float,
     "_NAN": math.nan,
-    "_repeat": repeat,
 }
 
 
@@ -158,10 +162,10 @@ class CompiledProc:
         body: runs the statements.
         entry: checks shapes and asserts as a call site does, then runs the statements.
         preds: checks the asserts as on entry to a run (``InterpreterError``).
-        fast_bind: the arguments' common case, bound without building anything else: called
-            with a run's arguments, it returns the flat parameters and the (flat view, list)
-            pairs to write back, or None when the general binding must decide (an error, a
-            view, a numpy int, aliasing: ``cursched.interp.run``).
+        run: a whole run (binding, asserts, body) for the arguments' common case: called
+            with a run's arguments, it returns True when it ran them, False (having done
+            nothing) when the general binding must decide (an error, a view, a numpy int,
+            arguments mixing positions and names: ``cursched.interp.run``).
         uses_numpy: the proc or a callee calls numpy (externs), which reports overflow as
             floating-point errors: the caller silences them for the run.
         uses_config: the proc or a callee reads or writes a configuration field: a run
@@ -174,7 +178,7 @@ class CompiledProc:
     body: Callable[..., None]
     entry: Callable[..., None]
     preds: Callable[..., None]
-    fast_bind: Callable[..., Any]
+    run: Callable[..., bool]
     uses_numpy: bool
     uses_config: bool
 
@@ -189,6 +193,8 @@ class Compiler(ExprCompiler):
         super().__init__(pd)
         self.callee = callee
         self.callees: dict[int, str] = {}
+        #: emitting the copy of a loop nest whose checks were moved to its entry
+        self.in_nest = False
         # data scalars passed by reference to a call need a list; the others are locals
         self.by_ref = {
             e.sym
@@ -205,12 +211,12 @@ class Compiler(ExprCompiler):
         self.block(pd.body)
         body_lines = self.lines
         if any("_R[0]" in ln for ln in body_lines):
-            body_lines.insert(0, "    _R = _memoryview(_bytearray(4)).cast('f')")
+            body_lines.insert(0, "    _R = _rounder()")
         sig = ", ".join(params)
         src = [f"def _body({sig}):", *body_lines, "    pass"]
         src += [f"def _entry({sig}):", *self._entry_checks(), f"    _body({sig})"]
         src += [f"def _preds({sig}):", *self._pred_checks("on entry to"), "    pass"]
-        src += self._fast_bind(params)
+        src += self._fast_run(params)
         source = "\n".join(src) + "\n"
         ns = dict(_HELPERS, **self.ns)
         exec(compile(source, f"<cursched interp {pd.name}>", "exec"), ns)
@@ -221,7 +227,7 @@ class Compiler(ExprCompiler):
             body=ns["_body"],
             entry=ns["_entry"],
             preds=ns["_preds"],
-            fast_bind=ns["_fast"],
+            run=ns["_run"],
             uses_numpy=self.uses_numpy,
             uses_config=self.uses_config,
         )
@@ -274,22 +280,35 @@ class Compiler(ExprCompiler):
                 out.append(f"    if {got} != {want}: {fail}({got}, {want})")
         return out + self._pred_checks("at a call to")
 
-    def _fast_bind(self, params: list[str]) -> list[str]:
-        """Source of ``_fast`` (see ``CompiledProc.fast_bind``): plain ints and bools, and
-        C-contiguous arrays that own their memory, of the exact dtype, shape and rank."""
+    def _fast_run(self, params: list[str]) -> list[str]:
+        """Source of ``_run`` (see ``CompiledProc.run``): the arguments' common case (plain
+        ints and bools, C-contiguous arrays that own their memory, of the exact dtype and
+        shape, all given by position or all by name) bound, checked and run in one call.
+
+        Arrays are passed to the body as flat memoryviews of their own memory (reads give
+        the element as a Python number, stores of the exact values the code computes write
+        it through), so nothing is copied in or back; f16, which memoryview cannot index,
+        goes through a list written back at the end, as the general binding does."""
         pd, written = self.pd, written_args(self.pd, lambda q: self.callee(q).written)
         names = [self.name(a.sym) for a in pd.args]
         given = [a.sym.name for a in pd.args]
-        if not all(g.isidentifier() and not keyword.iskeyword(g) for g in given) or any(
-            g.startswith("_") for g in given
-        ):
-            # the names must be usable as Python parameters (by keyword)
-            return ["def _fast(*_args, **_kw):", "    return None"]
-        sig = ", ".join([f"{g}=_MISS" for g in given] + ["*_extra", "**_kw"])
-        out = [f"def _fast({sig}):", "    if _extra or _kw: return None"]
-        out += [f"    {n} = {g}" for n, g in zip(names, given, strict=True) if n != g]
-        self.ns["_MISS"] = _MISSING
-        self.ns["_nd"] = np.ndarray
+        self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
+        out = ["def _run(*_a, **_kw):"]
+        if len(set(given)) == len(given) and given:
+            gets = ", ".join(f"_kw.get({g!r}, _MISS)" for g in given)
+            out += [
+                "    if _kw:",
+                f"        if _a or len(_kw) != {len(given)}: return False",
+                f"        {', '.join(names)}, = {gets},",
+                f"    elif len(_a) == {len(given)}:",
+                f"        {', '.join(names)}, = _a",
+                "    else: return False",
+            ]
+        elif given:
+            out += [f"    if _kw or len(_a) != {len(given)}: return False"]
+            out += [f"    {', '.join(names)}, = _a"]
+        else:
+            out += ["    if _a or _kw: return False"]
         arrays: list[str] = []
         back: list[str] = []
         for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
@@ -297,59 +316,87 @@ class Compiler(ExprCompiler):
             match t:
                 case ControlType():
                     if t.name == "bool":
-                        out.append(f"    if type({n}) is not bool: return None")
+                        out.append(f"    if type({n}) is not bool: return False")
                     elif t.name == "size":
-                        out.append(f"    if type({n}) is not int or {n} <= 0: return None")
+                        out.append(f"    if type({n}) is not int or {n} <= 0: return False")
                     else:
-                        out.append(f"    if type({n}) is not int: return None")
+                        out.append(f"    if type({n}) is not int: return False")
                     continue
                 case DataType():
-                    dt, shape_ok = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1"
+                    dt, shape_bad, rank = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1", 0
                 case TensorType():
-                    dt = t.elem.np_dtype
-                    want = ", ".join(self.ctrl(e) for e in t.shape)
-                    shape_ok = f"{n}.shape != ({want},)"
+                    dt, rank = t.elem.np_dtype, t.rank()
+                    shape_bad = f"_s != ({', '.join(self.ctrl(e) for e in t.shape)},)"
                 case _:
                     assert_never(t)
             dname = self.const(dt, "dt")
-            # one flags object per array (each ``.flags`` makes a new one)
-            test = (
-                f"type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None"
-                f" or not (_fl := {n}.flags).c_contiguous or {shape_ok}"
+            out.append(
+                f"    if type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None:"
+                " return False"
             )
-            if i in written:
-                test += " or not _fl.writeable"
-                back.append(n)
-            out.append(f"    if {test}: return None")
+            if rank:
+                out.append(f"    _s = {n}.shape")
+            out.append(f"    if {shape_bad}: return False")
+            if rank:
+                out.append(f"    {', '.join(f'{n}_n{k}' for k in range(rank))}, = _s")
             arrays.append(n)
+            if dt.char not in _MEMORYVIEW_FORMATS:
+                # memoryview cannot index it (f16): a list, written back after the run
+                out.append(f"    if not (_fl := {n}.flags).c_contiguous: return False")
+                if i in written:
+                    out.append("    if not _fl.writeable: return False")
+                    back.append(n)
+                out.append(f"    {n}_f = {n}.reshape(-1)")
+                out.append(f"    {n}_d = {n}_f.tolist()")
+                continue
+            out.append(f"    _m = _mv({n})")
+            bad = "not _m.c_contiguous" + (" or _m.readonly" if i in written else "")
+            out.append(f"    if {bad}: return False")
+            # (an empty array is never indexed, and a memoryview of one cannot be cast)
+            flat = "_m" if rank == 1 else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
+            out.append(f"    {n}_d = {flat}")
         # distinct arrays that own their memory cannot overlap; the same one twice shares
-        for x, p in enumerate(arrays):
-            for q in arrays[x + 1 :]:
-                out.append(f"    if {p} is {q}: return None")
-        flat: list[str] = []
+        same = [f"{p} is {q}" for x, p in enumerate(arrays) for q in arrays[x + 1 :]]
+        if same:
+            out.append(f"    if {' or '.join(same)}: return False")
+        args: list[str] = []
         for a, n in zip(pd.args, names, strict=True):
             t = a.type
             if isinstance(t, ControlType):
-                flat.append(n)
+                args.append(n)
                 continue
-            if isinstance(t, TensorType) and t.rank() == 1:  # flat already: no view to make
-                out.append(f"    {n}_f = {n}")
-            else:
-                out.append(f"    {n}_f = {n}.reshape(-1)")
-            out.append(f"    {n}_d = {n}_f.tolist()")
             if isinstance(t, DataType):
-                flat += [f"{n}_d", "0"]
+                args += [f"{n}_d", "0"]
                 continue
             r = t.rank()
             dims = [f"{n}_n{k}" for k in range(r)]
+            # named, since the asserts may read them (stride(x, 0))
+            strides = [f"{n}_s{k}" for k in range(r)]
             if r:
-                out.append(f"    {', '.join(dims)}, = {n}.shape")
-            strides = ["1"] * r
+                out.append(f"    {strides[-1]} = 1")
             for k in range(r - 2, -1, -1):
-                strides[k] = f"{dims[k + 1]} * {strides[k + 1]}"
-            flat += [f"{n}_d", "0", *strides, *dims]
-        pairs = "".join(f"({n}_f, {n}_d), " for n in back)
-        out.append(f"    return [{', '.join(flat)}], ({pairs})")
+                out.append(f"    {strides[k]} = {dims[k + 1]} * {strides[k + 1]}")
+            args += [f"{n}_d", "0", *strides, *dims]
+        out += self._pred_checks("on entry to")
+        if self.uses_config:
+            self.ns["_reset_config"] = reset_config_state
+            out.append("    _reset_config()")
+        call = f"_body({', '.join(args)})"
+        cleanup = [f"{n}_f[:] = {n}_d" for n in back]
+        if self.uses_numpy:
+            # numpy externs report overflow and NaN as floating-point errors, which tests
+            # running with -W error would turn into exceptions; they are the defined
+            # semantics here, so they are silenced for the run, and only there
+            self.ns.update(_quiet=quiet_numpy, _loud=restore_numpy)
+            out.append("    _tok = _quiet()")
+            cleanup.append("_loud(_tok)")
+        if cleanup:
+            # what the run wrote goes back also when it stops with an error
+            out += ["    try:", f"        {call}", "    finally:"]
+            out += [f"        {c}" for c in cleanup]
+        else:
+            out.append(f"    {call}")
+        out.append("    return True")
         return out
 
     # -- statements ----------------------------------------------------------------------
@@ -407,7 +454,7 @@ class Compiler(ExprCompiler):
             target = h.scalar
         else:
             off = self.offset(s, s.sym, s.idx, "write")
-            if not _is_name(off):
+            if not _is_name(off) and isinstance(s, Reduce):  # read and written: once
                 o = self.tmp("o")
                 self.line(f"{o} = {off}")
                 off = o
@@ -469,6 +516,70 @@ class Compiler(ExprCompiler):
 
     # -- loops ---------------------------------------------------------------------------
     def _stmt_for(self, s: For) -> None:
+        """A loop; a nest whose accesses are affine in its loop variables is versioned on
+        entry (see ``_nest_conditions``), an innermost loop on its own (``_emit_for``)."""
+        plan = None if self.in_nest or _innermost(s.body) else self._nest_conditions(s)
+        if plan is None:
+            self._emit_for(s)
+            return
+        conds, ids = plan
+        self.line(f"if {' and '.join(conds)}:")
+        self.in_nest, saved = True, self.unchecked
+        self.unchecked = saved | ids
+        self.depth += 1
+        self._emit_for(s)
+        self.depth -= 1
+        self.unchecked = saved
+        self.line("else:")
+        # the checked copy: its inner nests are not versioned again (the copies would double
+        # with each level), its innermost loops still are
+        self.depth += 1
+        self._emit_for(s)
+        self.depth -= 1
+        self.in_nest = False
+
+    def _nest_conditions(self, s: For) -> tuple[list[str], frozenset[int]] | None:
+        """The bounds checks of loop nest ``s``, moved to its entry: conditions that hold iff
+        every access of the nest into a buffer defined outside it, with indices affine in the
+        nest's loop variables, is in bounds over the whole box of the loop ranges (an affine
+        index takes its extremes at the box's corners), and those accesses; None when the
+        inner loops' ranges depend on the nest or no access qualifies.
+
+        An empty range makes the box meaningless, but then the accesses inside that loop
+        never run, and the others are checked over the loops enclosing them; when the
+        conditions fail, the checked copy runs and raises at the very access that fails.
+        """
+        loops = [s, *(st for st in walk_stmts(s.body) if isinstance(st, For))]
+        nest = frozenset(lp.iter for lp in loops)
+        defined = {st.sym for st in walk_stmts(s.body) if isinstance(st, Alloc | WindowStmt)}
+        inside = defined | nest
+        for lp in loops:
+            for e in (lp.lo, lp.hi):
+                if not _affine_in(e, frozenset(), inside) or not _invariant(e, inside):
+                    return None
+        ranges = {lp.iter: (self.ctrl(lp.lo), f"({self.ctrl(lp.hi)} - 1)") for lp in loops}
+        conds: dict[str, None] = {}
+        ids: set[int] = set()
+        for node, sym, idx in self._accesses((s,)):
+            b = self.bufs.get(sym)
+            if sym in inside or b is None or b.local:
+                continue
+            if not all(_affine_in(e, nest, defined) for e in idx):
+                continue
+            ids.add(id(node))
+            for e, n in zip(idx, b.dims, strict=True):
+                low, high = _corners(e, ranges)
+                for sub in low:
+                    t = self.ctrl(e, sub)
+                    if not (_is_int_literal(t) and int(t) >= 0):
+                        conds[f"0 <= {t}"] = None
+                for sub in high:
+                    conds[f"{self.ctrl(e, sub)} < {n}"] = None
+        if not ids:
+            return None
+        return list(conds) or ["True"], frozenset(ids)
+
+    def _emit_for(self, s: For) -> None:
         # lo and hi are evaluated once, on entry; par loops run like seq loops
         lo, hi = self.ctrl(s.lo), self.ctrl(s.hi)
         if not _is_name(lo):
@@ -489,7 +600,7 @@ class Compiler(ExprCompiler):
             return
         conds: dict[str, None] = {}
         bases: dict[str, str] = {}
-        walks: dict[tuple[str, str], str] = {}
+        walks: dict[tuple[str, str], tuple[str, str]] = {}
         hoisted: dict[int, Hoisted] = {}
         first, second = {s.iter: lo}, {s.iter: f"({lo} + 1)"}
         last = {s.iter: f"({hi} - 1)"}
@@ -498,57 +609,58 @@ class Compiler(ExprCompiler):
             buf = self.buf(sym)
             start = [] if buf.off == "0" else [buf.off]
             step = []
+            checked = id(node) not in self.unchecked  # else the nest checked it on entry
             for e, n, st in zip(idx, buf.dims, buf.strides, strict=True):
                 if self.varies(e):
                     a, b = self.ctrl(e, first), self.ctrl(e, last)
-                    conds[f"0 <= {a} < {n}"] = None
-                    conds[f"0 <= {b} < {n}"] = None
+                    if checked:
+                        conds[f"0 <= {a} < {n}"] = None
+                        conds[f"0 <= {b} < {n}"] = None
                     start.append(self._scaled(a, st))
-                    step.append(self._scaled(f"({self.ctrl(e, second)} - {a})", st))
+                    c = _coef(e, s.iter)
+                    if c is None:
+                        step.append(self._scaled(f"({self.ctrl(e, second)} - {a})", st))
+                    elif c:
+                        step.append(self._scaled(str(c), st))
                 else:
-                    conds[f"0 <= {self.ctrl(e)} < {n}"] = None
+                    if checked:
+                        conds[f"0 <= {self.ctrl(e)} < {n}"] = None
                     start.append(self._scaled(self.ctrl(e), st))
-            text = " + ".join(start) or "0"
+            text = " + ".join(t for t in start if t != "0") or "0"
             if step:
-                # the offset is affine in the loop variable: a range walks it (in C)
+                # the offset is affine in the loop variable: w + v * dw, with w and dw
+                # computed on entry
                 key = (text, " + ".join(step))
                 if key not in walks:
-                    walks[key] = self.tmp("p")
-                hoisted[id(node)] = Hoisted(walks[key])
+                    dw = key[1] if _is_name(key[1]) else self.tmp("dw")
+                    walks[key] = (self.tmp("w"), dw)
+                w, dw = walks[key]
+                hoisted[id(node)] = Hoisted(f"{w} + {v}" if dw == "1" else f"{w} + {v} * {dw}")
                 continue
             if text not in bases:
                 bases[text] = text if _is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
-        # a short loop does not repay the checks and set-up on entry: it runs checked
         scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
-        self.line(f"if {hi} - {lo} > {_SHORT} and ({' and '.join([*conds, *distinct])}):")
-        self.depth += 1
+        # a short loop does not repay the checks on entry: it runs checked
+        tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
+        tests += distinct
+        if tests:
+            self.line(f"if {' and '.join(tests)}:")
+            self.depth += 1
         for text, name in bases.items():
             if name != text:
                 self.line(f"{name} = {text}")
+        for (a, b), (w, dw) in walks.items():
+            if dw != b:
+                self.line(f"{dw} = {b}")
+            self.line(f"{w} = {a}" if lo == "0" else f"{w} = {a} - {lo} * {dw}")
         for data, off, local in scalars:
             self.line(f"{local} = {data}[{off}]")
         if scalars:
             # the element goes back to its list also when the loop stops with an error
             self.line("try:")
             self.depth += 1
-        if walks:
-            count = self.tmp("n")
-            self.line(f"{count} = {hi} - {lo}")
-            walkers = []
-            for a, b in walks:
-                w0, dw = self.tmp("w"), self.tmp("w")
-                self.line(f"{w0} = {a}")
-                self.line(f"{dw} = {b}")
-                # a range walks the offsets in C; a zero stride (a broadcast) repeats one
-                walkers.append(
-                    f"(range({w0}, {w0} + {dw} * {count}, {dw}) if {dw} "
-                    f"else _repeat({w0}, {count}))"
-                )
-            targets = ", ".join([v, *walks.values()])
-            self.line(f"for {targets} in zip(range({lo}, {hi}), {', '.join(walkers)}):")
-        else:
-            self.line(head)
+        self.line(head)
         saved = self.hoisted
         self.hoisted = hoisted
         self.nested(s.body)
@@ -559,6 +671,8 @@ class Compiler(ExprCompiler):
             self.line("finally:")
             for data, off, local in scalars:
                 self.line(f"    {data}[{off}] = {local}")
+        if not tests:
+            return
         self.depth -= 1
         self.line("else:")
         self.depth += 1
@@ -688,13 +802,71 @@ def _innermost(body: tuple[Stmt, ...]) -> bool:
     return not any(isinstance(s, For) for s in walk_stmts(body))
 
 
-def _affine_in(e: Expr, v: Sym, inside: set[Sym]) -> bool:
-    """``e`` is a control expression that is ``a * v + b`` with ``b`` invariant in the loop
-    of ``v`` (so its extremes over the loop are at the ends), and computing it cannot fail."""
+def _invariant(e: Expr, syms: set[Sym] | frozenset[Sym]) -> bool:
+    """``e`` names none of ``syms`` (as a variable, or in a ``stride``)."""
+    return not any(isinstance(y, Read | StrideExpr) and y.sym in syms for y in walk_expr(e))
+
+
+def _coef(e: Expr, v: Sym) -> int | None:
+    """The coefficient of ``v`` in affine ``e`` when it is a known integer (else None)."""
+    match e:
+        case Read():
+            return 1 if e.sym is v else 0
+        case USub():
+            c = _coef(e.arg, v)
+            return None if c is None else -c
+        case BinOp() if e.op in ("+", "-"):
+            a, b = _coef(e.lhs, v), _coef(e.rhs, v)
+            if a is None or b is None:
+                return None
+            return a + b if e.op == "+" else a - b
+        case BinOp() if e.op == "*":
+            a, b = _coef(e.lhs, v), _coef(e.rhs, v)
+            if a == 0 and b == 0:
+                return 0
+            if a == 0 and b is not None and isinstance(e.lhs, Const):
+                return int(e.lhs.value) * b
+            if b == 0 and a is not None and isinstance(e.rhs, Const):
+                return int(e.rhs.value) * a
+            return None
+        case _:
+            # constants, strides, and divisions (only in invariant parts: _affine_in)
+            return 0 if _invariant(e, {v}) else None
+
+
+def _corners(
+    e: Expr, ranges: dict[Sym, tuple[str, str]]
+) -> tuple[list[dict[Sym, str]], list[dict[Sym, str]]]:
+    """Substitutions of the loop variables of affine ``e`` by their first or last value
+    that give ``e``'s least and its greatest values over the box of ``ranges``: one each
+    where the coefficients' signs are known, every corner of the unknown ones otherwise."""
+    low: list[dict[Sym, str]] = [{}]
+    high: list[dict[Sym, str]] = [{}]
+    for v, (first, last) in ranges.items():
+        if _invariant(e, {v}):
+            continue
+        c = _coef(e, v)
+        lo_pick = (
+            [first] if c is not None and c >= 0 else [last] if c is not None else [first, last]
+        )
+        hi_pick = (
+            [last] if c is not None and c >= 0 else [first] if c is not None else [first, last]
+        )
+        low = [{**sub, v: x} for sub in low for x in lo_pick]
+        high = [{**sub, v: x} for sub in high for x in hi_pick]
+    return low, high
+
+
+def _affine_in(e: Expr, vs: Sym | frozenset[Sym], inside: set[Sym]) -> bool:
+    """``e`` is a control expression affine in the loop variables ``vs``: a sum of terms
+    ``a * v`` with ``a`` invariant in the loops, plus an invariant part (so its extremes
+    over the loops' ranges are at the ends), and computing it cannot fail."""
+    vars_ = frozenset({vs}) if isinstance(vs, Sym) else vs
 
     def invariant(x: Expr) -> bool:
         return not any(
-            (isinstance(y, Read) and y.sym is v) or (isinstance(y, StrideExpr) and y.sym in inside)
+            (isinstance(y, Read) and y.sym in vars_)
+            or (isinstance(y, StrideExpr) and y.sym in inside)
             for y in walk_expr(x)
         )
 

@@ -197,6 +197,8 @@ class ExprCompiler:
         self.uses_config = False
         #: accesses whose checks the enclosing loop hoisted (by node identity)
         self.hoisted: dict[int, Hoisted] = {}
+        #: accesses (by node identity) that an enclosing loop nest proved in bounds on entry
+        self.unchecked: frozenset[int] = frozenset()
         self.inner_var: Sym | None = None
         self.types: dict[Sym, DataType | TensorType] = {}
         for a in pd.args:
@@ -328,6 +330,8 @@ class ExprCompiler:
         hoisted = self.hoisted.get(id(node))
         if hoisted is not None:
             return hoisted.base
+        if id(node) in self.unchecked:
+            return self.flat(buf, [self.ctrl(i) for i in idx])
         ix = []
         for i in idx:
             t = self.ctrl(i)
@@ -351,6 +355,8 @@ class ExprCompiler:
 
     @staticmethod
     def _scaled(t: str, s: str) -> str:
+        if t in ("0", "1"):
+            return s if t == "1" else "0"
         return t if s == "1" else f"{t} * {s}"
 
     def flat(self, buf: Buf, ix: list[str]) -> str:
@@ -502,6 +508,9 @@ class ExprCompiler:
         if e.name == "sqrt" and is_float:
             return f"_sqrt({xs[0]})", False
         self.uses_numpy = True
+        if e.name == "sigmoid" and dt.kind == "f" and dt.itemsize >= 4:
+            fn = self.const(_sigmoid(dt), e.name)
+            return f"{fn}({xs[0]})", True
         fn = self.const(_numpy_extern(spec.numpy, dt, len(xs)), e.name)
         return f"{fn}({', '.join(xs)})", True
 
@@ -562,6 +571,20 @@ def _window_raiser(text: str, where: str, dim: int) -> Callable[[Any, tuple[int,
         raise oob_error("window", text, index, shape, where, dim=dim)
 
     return fail
+
+
+def _sigmoid(dt: np.dtype[Any]) -> Callable[[float], float]:
+    """The table's ``sigmoid`` (``ones_like(x) / (ones_like(x) + exp(-x))``) on a float of
+    f32 or f64 ``dt``: the same numpy operations on numpy scalars of ``dt``, in the same
+    order, so the same bits, without building ``ones_like``'s array twice."""
+    conv = dt.type
+    one = conv(1)
+    exp = np.exp
+
+    def sigmoid(x: float) -> float:
+        return float(one / (one + exp(conv(-x))))
+
+    return sigmoid
 
 
 def _numpy_extern(fn: Callable[..., Any], dt: np.dtype[Any], nargs: int) -> Callable[..., Any]:
