@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, assert_never
@@ -78,6 +79,10 @@ _GARBAGE = 0xDEADBEEF
 
 #: Loops of at most this many iterations are not versioned (see the module docstring).
 _SHORT = 3
+
+#: Allocations of at most this many bytes, of a size known when compiling, are not checked
+#: against the machine's memory (they cannot fail the check).
+_SMALL_ALLOC = 1 << 20
 
 #: The value of a parameter of ``_run`` not given by name.
 _MISSING = object()
@@ -507,7 +512,9 @@ class Compiler(ExprCompiler):
         fill = self.lit(_fill(dt))
         # the list is checked as the buffer it stands for (its itemsize, not a list's)
         what = repr(f"buffer {s.sym.name}")
-        self.line(f"_check_alloc({size}, {dt.itemsize}, {what})")
+        known = _literal(size)
+        if known is None or known * dt.itemsize > _SMALL_ALLOC:
+            self.line(f"_check_alloc({size}, {dt.itemsize}, {what})")
         self.line(f"{n}_d = [{fill}] * ({size})")
         self.bufs[s.sym] = Buf(f"{n}_d", "0", tuple(strides), tuple(dims), s.type.elem)
 
@@ -575,9 +582,9 @@ class Compiler(ExprCompiler):
                         conds[f"0 <= {t}"] = None
                 for sub in high:
                     conds[f"{self.ctrl(e, sub)} < {n}"] = None
-        if not ids:
+        if not ids or any(_holds(c) is False for c in conds):
             return None
-        return list(conds) or ["True"], frozenset(ids)
+        return [c for c in conds if not _holds(c)] or ["True"], frozenset(ids)
 
     def _emit_for(self, s: For) -> None:
         # lo and hi are evaluated once, on entry; par loops run like seq loops
@@ -593,7 +600,10 @@ class Compiler(ExprCompiler):
         v = self.name(s.iter)
         head = f"for {v} in range({lo}, {hi}):"
         short = _is_int_literal(lo) and _is_int_literal(hi) and int(hi) - int(lo) <= _SHORT
-        hoist = self._hoistable(s) if _innermost(s.body) and not short else []
+        hoist = self._hoistable(s) if _innermost(s.body) else []
+        if short:
+            # a short loop does not repay checks on entry, only offsets computed there
+            hoist = [h for h in hoist if id(h[0]) in self.unchecked]
         if not hoist:
             self.line(head)
             self.nested(s.body)
@@ -633,15 +643,24 @@ class Compiler(ExprCompiler):
                 key = (text, " + ".join(step))
                 if key not in walks:
                     dw = key[1] if _is_name(key[1]) else self.tmp("dw")
-                    walks[key] = (self.tmp("w"), dw)
+                    w = "0" if text == "0" and lo == "0" else self.tmp("w")
+                    walks[key] = (w, dw)
                 w, dw = walks[key]
-                hoisted[id(node)] = Hoisted(f"{w} + {v}" if dw == "1" else f"{w} + {v} * {dw}")
+                moved = self._scaled(v, dw)
+                hoisted[id(node)] = Hoisted(moved if w == "0" else f"{w} + {moved}")
                 continue
             if text not in bases:
                 bases[text] = text if _is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
         scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
         # a short loop does not repay the checks on entry: it runs checked
+        if any(_holds(c) is False for c in conds):
+            # an access fails at an end of the loop whatever the arguments: only checked
+            self.inner_var = None
+            self.line(head)
+            self.nested(s.body)
+            return
+        conds = {c: None for c in conds if not _holds(c)}
         tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
         tests += distinct
         if tests:
@@ -653,7 +672,8 @@ class Compiler(ExprCompiler):
         for (a, b), (w, dw) in walks.items():
             if dw != b:
                 self.line(f"{dw} = {b}")
-            self.line(f"{w} = {a}" if lo == "0" else f"{w} = {a} - {lo} * {dw}")
+            if w != "0":
+                self.line(f"{w} = {a}" if lo == "0" else f"{w} = {a} - {lo} * {dw}")
         for data, off, local in scalars:
             self.line(f"{local} = {data}[{off}]")
         if scalars:
@@ -895,6 +915,27 @@ def _affine_in(e: Expr, vs: Sym | frozenset[Sym], inside: set[Sym]) -> bool:
                 return False
 
     return ok(e)
+
+
+_LITERAL = re.compile(r"[0-9 ()+\-*/%<=>]+")
+
+
+def _literal(text: str) -> int | None:
+    """The value of integer expression or condition ``text`` when it is made of integer
+    literals only (computed as the generated code would: Python's ``//`` and ``%`` are the
+    control operations; a condition's value is 0 or 1), else None."""
+    if not _LITERAL.fullmatch(text) or "/" in text.replace("//", ""):
+        return None
+    try:
+        return int(eval(text, {"__builtins__": {}}))
+    except (ArithmeticError, SyntaxError):
+        return None
+
+
+def _holds(cond: str) -> bool | None:
+    """``_literal`` of a condition, as a bool."""
+    v = _literal(cond)
+    return None if v is None else bool(v)
 
 
 def _is_name(text: str) -> bool:
