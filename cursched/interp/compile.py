@@ -11,11 +11,14 @@ method per statement kind (``_stmt_<kind>``), and the ``CompiledProc`` that
 The function's parameters are flat: a control argument is one parameter, a data scalar two
 (list, offset), a tensor of rank r is 2 + 2r (list, offset, r strides, r sizes).
 
-Innermost loops are versioned: on entry, if every access in the body whose indices are affine
-in the loop variable is in bounds at both ends of the loop's range (so, being affine, over the
-whole range), a copy of the body without those checks runs, with the loop-invariant part of
-each offset computed once before the loop; otherwise the checked copy runs, and raises the
-error at the very access that fails.
+Loops are versioned. A loop nest whose inner loops' ranges do not depend on the nest is
+checked on entry: if every access of the nest into a buffer defined outside it, with indices
+affine in the nest's loop variables, is in bounds at the corners of the box of the loop ranges
+(so, being affine, everywhere in it), a copy of the nest without those checks runs; otherwise
+a checked copy runs, and raises the error at the very access that fails. An innermost loop
+outside such a nest is versioned alone, the same way (at both ends of its range). In the
+unchecked copy, the part of each offset invariant in the innermost loop is computed before
+it (``w + i * dw``), and an element written at one place through the loop is held in a local.
 """
 
 from __future__ import annotations
@@ -200,6 +203,8 @@ class Compiler(ExprCompiler):
         self.callees: dict[int, str] = {}
         #: emitting the copy of a loop nest whose checks were moved to its entry
         self.in_nest = False
+        #: emitting the checked copy of a versioned nest
+        self.checked_copy = False
         # data scalars passed by reference to a call need a list; the others are locals
         self.by_ref = {
             e.sym
@@ -538,10 +543,12 @@ class Compiler(ExprCompiler):
         self.depth -= 1
         self.unchecked = saved
         self.line("else:")
-        # the checked copy: its inner nests are not versioned again (the copies would double
-        # with each level), its innermost loops still are
+        # the checked copy: nothing in it is versioned again (the copies would double with
+        # each level, and compiling the source is most of what a proc run once costs)
         self.depth += 1
+        self.checked_copy = True
         self._emit_for(s)
+        self.checked_copy = False
         self.depth -= 1
         self.in_nest = False
 
@@ -600,7 +607,7 @@ class Compiler(ExprCompiler):
         v = self.name(s.iter)
         head = f"for {v} in range({lo}, {hi}):"
         short = _is_int_literal(lo) and _is_int_literal(hi) and int(hi) - int(lo) <= _SHORT
-        hoist = self._hoistable(s) if _innermost(s.body) else []
+        hoist = self._hoistable(s) if _innermost(s.body) and not self.checked_copy else []
         if short:
             # a short loop does not repay checks on entry, only offsets computed there
             hoist = [h for h in hoist if id(h[0]) in self.unchecked]

@@ -2,7 +2,8 @@
 
 A proc is compiled to the source of one Python function (``cursched.interp.compile``) whose
 locals are the proc's variables. Control values (sizes, indices, bools) are Python ints and
-bools. A buffer (tensor, window, data scalar) is a flat Python list of numbers plus an offset,
+bools. A buffer (tensor, window, data scalar) is a flat sequence of numbers (a memoryview of
+the caller's array, or a Python list: an allocation, an f16 array) plus an offset,
 a stride per dimension (in elements) and a size per dimension, each a local variable, so that
 element ``A[i, j]`` is ``A_d[A_o + i * A_s0 + j * A_s1]``; a window shares its base's list, so
 every write through a window lands in the base. A data scalar that is never passed to a call

@@ -3,9 +3,11 @@
 It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
 for speed: each ``ProcDef`` is compiled once into the source of a Python function over plain
 Python numbers (``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for
-expressions) and cached; running it binds and validates the arguments (a generated fast path
-for the common case, the general binding here otherwise), copies the arrays into lists (views
-of one array share one), checks the asserts, runs the body and writes the lists back.
+expressions) and cached; running it binds and validates the arguments (a generated function
+for the common case, ``CompiledProc.run``, the general binding here otherwise), passes the
+arrays as flat memoryviews of their own memory (views of one array share one; f16, which a
+memoryview cannot index, and odd layouts are copied into lists and written back), checks the
+asserts and runs the body.
 
 Example:
     >>> interpret(sgemm, 64, 64, 64, A, B, C)     # doctest: +SKIP
