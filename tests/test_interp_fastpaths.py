@@ -242,3 +242,30 @@ def test_threads_round_independently() -> None:
         for w, g in zip(want, got[1:], strict=True):
             assert isinstance(g, np.ndarray)
             assert w.tobytes() == g.tobytes()
+
+
+@proc
+def wrap_dot(n: size, m: size, a: i8[n, m] @ DRAM, b: i8[m] @ DRAM, c: i8[n] @ DRAM):
+    for i in seq(0, n):
+        for j in seq(0, m):
+            c[i] += a[i, j] * b[j]
+        for j in seq(0, m):
+            c[i] += c[i] * b[j] + 1
+
+
+def test_integer_accumulators_wrap_as_per_operation() -> None:
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (3, 40)).astype(np.int8)
+    b = rng.integers(-128, 128, 40).astype(np.int8)
+    c = rng.integers(-128, 128, 3).astype(np.int8)
+    want = c.copy()
+    with np.errstate(over="ignore"):
+        for i in range(3):
+            for j in range(40):
+                want[i] = want[i] + a[i, j] * b[j]
+            for j in range(40):
+                want[i] = want[i] + (want[i] * b[j] + np.int8(1))
+    wrap_dot.interpret(3, 40, a, b, c)
+    assert np.array_equal(c, want)
+    # the first loop only adds to its accumulator: wrapped once, when stored
+    assert "- 128)" in compiled(wrap_dot.ir()).source.split("finally:")[1].splitlines()[1]

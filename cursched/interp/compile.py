@@ -34,7 +34,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import AllocationError, InterpreterError
-from cursched.interp.exprs import Buf, ExprCompiler, Hoisted, reset_config_state
+from cursched.interp.exprs import Buf, ExprCompiler, Hoisted, reset_config_state, wrap_text
 from cursched.interp.values import (
     c_div,
     c_rem,
@@ -205,6 +205,8 @@ class Compiler(ExprCompiler):
         self.in_nest = False
         #: emitting the checked copy of a versioned nest
         self.checked_copy = False
+        #: integer accumulators held unwrapped through a loop (wrapped when stored), by type
+        self.unwrapped: dict[str, np.dtype[Any]] = {}
         # data scalars passed by reference to a call need a list; the others are locals
         self.by_ref = {
             e.sym
@@ -470,17 +472,29 @@ class Compiler(ExprCompiler):
                 off = o
             target = f"{buf.data}[{off}]"
         if isinstance(s, Assign):
-            self.line(f"{target} = {self.value(s.rhs, dt)}")
+            self.line(f"{target} = {self._rounded(self.value(s.rhs, dt))}")
             return
         code, exact = self.data(s.rhs, dt)
         if not exact and dt.kind == "f":
-            code = self.round(code, dt)
+            code = self._rounded(self.round(code, dt))
         total = f"{target} + {code}"
-        if dt.kind == "f" and dt.itemsize == 4:
+        if target in self.unwrapped:
+            # an integer accumulator only added to: wrapped once, when stored (wrapping
+            # commutes with + - *)
+            self.line(f"{target} = {total}")
+        elif dt.kind == "f" and dt.itemsize == 4:
             self.line(f"_R[0] = {total}")
             self.line(f"{target} = _R[0]")
         else:
             self.line(f"{target} = {self.round(total, dt)}")
+
+    def _rounded(self, code: str) -> str:
+        """``code``, or ``_R[0]`` itself when ``code`` is the temporary the line just emitted
+        loaded from it (``_t = _R[0]``): its one use reads the rounder directly."""
+        if code.startswith("_t") and self.lines and self.lines[-1].strip() == f"{code} = _R[0]":
+            self.lines.pop()
+            return "_R[0]"
+        return code
 
     def _stmt_alloc(self, s: Alloc) -> None:
         n = self.name(s.sym)
@@ -697,7 +711,9 @@ class Compiler(ExprCompiler):
             self.depth -= 1
             self.line("finally:")
             for data, off, local in scalars:
-                self.line(f"    {data}[{off}] = {local}")
+                dt = self.unwrapped.get(local)
+                value = local if dt is None else wrap_text(local, dt)
+                self.line(f"    {data}[{off}] = {value}")
         if not tests:
             return
         self.depth -= 1
@@ -751,6 +767,7 @@ class Compiler(ExprCompiler):
         if any(isinstance(st, Call) for st in walk_stmts(s.body)):
             return [], []  # a callee may read or write any list
         places: dict[str, set[str]] = {}
+        dts: dict[str, np.dtype[Any]] = {}
         written: set[str] = set()
         for node, sym, _ in self._accesses(s.body):
             b = self.bufs.get(sym)
@@ -761,6 +778,7 @@ class Compiler(ExprCompiler):
                 continue
             h = hoisted.get(id(node))
             places.setdefault(b.data, set()).add(h.base if h is not None else "?")
+            dts[b.data] = b.dt.np_dtype
             if isinstance(node, Assign | Reduce):
                 written.add(b.data)
         chosen = []
@@ -770,12 +788,18 @@ class Compiler(ExprCompiler):
                 chosen.append((data, only, self.tmp("s")))
         if not chosen:
             return [], []
+        read: set[str] = set()
         for node, sym, _ in self._accesses(s.body):
             h = hoisted.get(id(node))
             b = self.bufs[sym]
             for data, off, local in chosen:
                 if h is not None and b.data == data and h.base == off:
                     hoisted[id(node)] = Hoisted(off, local)
+                    if not isinstance(node, Assign | Reduce):
+                        read.add(local)
+        for data, _, local in chosen:
+            if local not in read and dts[data].kind in "iu":
+                self.unwrapped[local] = dts[data]
         conds = [f"{d} is not {o}" for d, _, _ in chosen for o in places if o != d]
         return chosen, conds
 
