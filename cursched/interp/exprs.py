@@ -598,6 +598,13 @@ def _numpy_extern(fn: Callable[..., Any], dt: np.dtype[Any], nargs: int) -> Call
         r = fn(conv(x))
         return back(r if type(r) is conv else conv(r))
 
+    def call1_f64(x: float) -> Any:  # numpy takes a Python float as an f64 as it is
+        r = fn(x)
+        return back(r if type(r) is conv else conv(r))
+
+    if nargs == 1 and dt == np.float64:
+        return call1_f64
+
     def call(*xs: Any) -> Any:
         r = fn(*(conv(x) for x in xs))
         return back(r if type(r) is conv else conv(r))
