@@ -361,6 +361,11 @@ class Compiler(ExprCompiler):
                 out.append(f"    {n}_f = {n}.reshape(-1)")
                 out.append(f"    {n}_d = {n}_f.tolist()")
                 continue
+            if isinstance(t, DataType) and i not in written:
+                # read only: its value in a list (the array owns its memory: nothing the
+                # run writes can change it)
+                out.append(f"    {n}_d = [{n}.item()]")
+                continue
             out.append(f"    _m = _mv({n})")
             bad = "not _m.c_contiguous" + (" or _m.readonly" if i in written else "")
             out.append(f"    if {bad}: return False")

@@ -92,8 +92,9 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
         ArgumentError: an argument is missing, extra, or of the wrong kind, dtype or shape.
         InterpreterError: an assert fails or an access is out of bounds.
     """
-    pd = procdef_of(p)
-    cp = compiled(pd)
+    cp = _CACHE.get(id(p))
+    if cp is None or cp.pd is not p:  # not a ProcDef compiled before (or a Proc)
+        cp = compiled(procdef_of(p))
     if cp.run(*args, **kwargs):
         return
     values = bind_args(cp, args, kwargs)
