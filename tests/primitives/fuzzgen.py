@@ -376,12 +376,11 @@ def shaped(draw: st.DrawFn, sc: Scope, names: Names, kind: str | None = None) ->
         return [f"{names.fresh('t')}: f32[4] @ DRAM"]
     if kind == "const":  # unroll_buffer: constant indices only
         name = names.fresh("c")
+        # both values drawn before the buffer is in scope: ``c[0] = c[1]`` would read
+        # uninitialised memory (campaign seed 2026, schedule 51590: ``c2[0] = c2[0]``)
+        first, second = draw(data_expr(sc)), draw(data_expr(sc))
         sc.bufs.append((name, 0))
-        return [
-            f"{name}: f32[2] @ DRAM",
-            f"{name}[0] = {draw(data_expr(sc))}",
-            f"{name}[1] = {draw(data_expr(sc))}",
-        ]
+        return [f"{name}: f32[2] @ DRAM", f"{name}[0] = {first}", f"{name}[1] = {second}"]
     # copy loops for vload4a, at an aligned (4 * q) or any offset (Exo issue 758's shape)
     q = names.fresh("q")
     base = f"4 * {sc.quad[0]}" if len(sc.quad) > 0 and draw(st.booleans()) else draw(big_index(sc))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from cursched import make_instr
 from tests.primitives import fuzzcampaign as fc
 from tests.primitives.fuzzcompile import compilable
-from tests.primitives.fuzzgen import proc_text
+from tests.primitives.fuzzgen import Names, Scope, proc_text, shaped
 from tests.primitives.fuzzrandom import RandomData, schedule_random
 from tests.primitives.fuzzsteps import STEPS, NoTarget
 from tests.primitives.test_soundness_fuzz import make
@@ -129,3 +129,15 @@ def test_instructions_are_not_compared_with_their_body() -> None:
     assert compilable(p.ir())
     q, _ = make_instr(p, "/* fz */", "")
     assert not compilable(q.ir())
+
+
+def test_constant_index_buffer_is_written_before_it_is_read() -> None:
+    """Campaign false mismatch (seed 2026, schedule 51590): the ``const`` shape put its
+    buffer in scope before drawing its two values, so ``c2[0] = c2[0]`` read uninitialised
+    memory (NaN in the interpreter, garbage in C) and the compiled comparison differed."""
+    for i in range(300):
+        data = RandomData(schedule_random(51590, i))
+        sc = Scope(bufs=[], scalars=[])
+        alloc, first, second = data.draw(shaped(sc, Names(), "const"))
+        name = alloc.split(":")[0]
+        assert name not in first.split("=", 1)[1] and name not in second.split("=", 1)[1]
