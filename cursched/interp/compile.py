@@ -56,6 +56,7 @@ from cursched.ir.nodes import (
     Call,
     Const,
     Expr,
+    FnArg,
     For,
     If,
     Pass,
@@ -303,12 +304,28 @@ class Compiler(ExprCompiler):
         goes through a list written back at the end, as the general binding does."""
         pd, written = self.pd, written_args(self.pd, lambda q: self.callee(q).written)
         names = [self.name(a.sym) for a in pd.args]
-        given = [a.sym.name for a in pd.args]
         self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
-        out = ["def _run(*_a, **_kw):"]
+        out = self._run_binding(names, [a.sym.name for a in pd.args])
+        arrays: list[str] = []
+        back: list[str] = []
+        for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
+            out += self._run_check(a, n, i in written, back)
+            if not isinstance(a.type, ControlType):
+                arrays.append(n)
+        # distinct arrays that own their memory cannot overlap; the same one twice shares
+        same = [f"{p} is {q}" for x, p in enumerate(arrays) for q in arrays[x + 1 :]]
+        if same:
+            out.append(f"    if {' or '.join(same)}: return False")
+        return out + self._run_call(names, back)
+
+    @staticmethod
+    def _run_binding(names: list[str], given: list[str]) -> list[str]:
+        """``_run``'s header: the arguments all by position or all by name, else False."""
+        head = "def _run(*_a, **_kw):"
         if len(set(given)) == len(given) and given:
             gets = ", ".join(f"_kw.get({g!r}, _MISS)" for g in given)
-            out += [
+            return [
+                head,
                 "    if _kw:",
                 f"        if _a or len(_kw) != {len(given)}: return False",
                 f"        {', '.join(names)}, = {gets},",
@@ -316,68 +333,64 @@ class Compiler(ExprCompiler):
                 f"        {', '.join(names)}, = _a",
                 "    else: return False",
             ]
-        elif given:
-            out += [f"    if _kw or len(_a) != {len(given)}: return False"]
-            out += [f"    {', '.join(names)}, = _a"]
-        else:
-            out += ["    if _a or _kw: return False"]
-        arrays: list[str] = []
-        back: list[str] = []
-        for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
-            t = a.type
-            match t:
-                case ControlType():
-                    if t.name == "bool":
-                        out.append(f"    if type({n}) is not bool: return False")
-                    elif t.name == "size":
-                        out.append(f"    if type({n}) is not int or {n} <= 0: return False")
-                    else:
-                        out.append(f"    if type({n}) is not int: return False")
-                    continue
-                case DataType():
-                    dt, shape_bad, rank = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1", 0
-                case TensorType():
-                    dt, rank = t.elem.np_dtype, t.rank()
-                    shape_bad = f"_s != ({', '.join(self.ctrl(e) for e in t.shape)},)"
-                case _:
-                    assert_never(t)
-            dname = self.const(dt, "dt")
-            out.append(
-                f"    if type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None:"
-                " return False"
-            )
-            if rank:
-                out.append(f"    _s = {n}.shape")
-            out.append(f"    if {shape_bad}: return False")
-            if rank:
-                out.append(f"    {', '.join(f'{n}_n{k}' for k in range(rank))}, = _s")
-            arrays.append(n)
-            if dt.char not in _MEMORYVIEW_FORMATS:
-                # memoryview cannot index it (f16): a list, written back after the run
-                out.append(f"    if not (_fl := {n}.flags).c_contiguous: return False")
-                if i in written:
-                    out.append("    if not _fl.writeable: return False")
-                    back.append(n)
-                out.append(f"    {n}_f = {n}.reshape(-1)")
-                out.append(f"    {n}_d = {n}_f.tolist()")
-                continue
-            if isinstance(t, DataType) and i not in written:
-                # read only: its value in a list (the array owns its memory: nothing the
-                # run writes can change it)
-                out.append(f"    {n}_d = [{n}.item()]")
-                continue
-            out.append(f"    _m = _mv({n})")
-            bad = "not _m.c_contiguous" + (" or _m.readonly" if i in written else "")
-            out.append(f"    if {bad}: return False")
-            # (an empty array is never indexed, and a memoryview of one cannot be cast)
-            flat = "_m" if rank == 1 else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
-            out.append(f"    {n}_d = {flat}")
-        # distinct arrays that own their memory cannot overlap; the same one twice shares
-        same = [f"{p} is {q}" for x, p in enumerate(arrays) for q in arrays[x + 1 :]]
-        if same:
-            out.append(f"    if {' or '.join(same)}: return False")
+        if given:
+            return [
+                head,
+                f"    if _kw or len(_a) != {len(given)}: return False",
+                f"    {', '.join(names)}, = _a",
+            ]
+        return [head, "    if _a or _kw: return False"]
+
+    def _run_check(self, a: FnArg, n: str, written: bool, back: list[str]) -> list[str]:
+        """``_run``'s check of argument ``a`` (local ``n``) and, for an array, its flat data
+        ``{n}_d`` and sizes ``{n}_n{k}``; an f16 array written goes into ``back``."""
+        t = a.type
+        match t:
+            case ControlType():
+                if t.name == "bool":
+                    return [f"    if type({n}) is not bool: return False"]
+                if t.name == "size":
+                    return [f"    if type({n}) is not int or {n} <= 0: return False"]
+                return [f"    if type({n}) is not int: return False"]
+            case DataType():
+                dt, shape_bad, rank = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1", 0
+            case TensorType():
+                dt, rank = t.elem.np_dtype, t.rank()
+                shape_bad = f"_s != ({', '.join(self.ctrl(e) for e in t.shape)},)"
+            case _:
+                assert_never(t)
+        dname = self.const(dt, "dt")
+        out = [
+            f"    if type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None:"
+            " return False"
+        ]
+        if rank:
+            out.append(f"    _s = {n}.shape")
+        out.append(f"    if {shape_bad}: return False")
+        if rank:
+            out.append(f"    {', '.join(f'{n}_n{k}' for k in range(rank))}, = _s")
+        if dt.char not in _MEMORYVIEW_FORMATS:
+            # memoryview cannot index it (f16): a list, written back after the run
+            out.append(f"    if not (_fl := {n}.flags).c_contiguous: return False")
+            if written:
+                out.append("    if not _fl.writeable: return False")
+                back.append(n)
+            return [*out, f"    {n}_f = {n}.reshape(-1)", f"    {n}_d = {n}_f.tolist()"]
+        if isinstance(t, DataType) and not written:
+            # read only: its value in a list (the array owns its memory: nothing the run
+            # writes can change it)
+            return [*out, f"    {n}_d = [{n}.item()]"]
+        bad = "not _m.c_contiguous" + (" or _m.readonly" if written else "")
+        # (an empty array is never indexed, and a memoryview of one cannot be cast)
+        flat = "_m" if rank == 1 else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
+        return [*out, f"    _m = _mv({n})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
+
+    def _run_call(self, names: list[str], back: list[str]) -> list[str]:
+        """``_run``'s end: strides, the asserts, the configuration reset, the body's call,
+        the write-back of f16 lists and numpy's error state restored."""
+        out: list[str] = []
         args: list[str] = []
-        for a, n in zip(pd.args, names, strict=True):
+        for a, n in zip(self.pd.args, names, strict=True):
             t = a.type
             if isinstance(t, ControlType):
                 args.append(n)
@@ -634,13 +647,47 @@ class Compiler(ExprCompiler):
             self.line(head)
             self.nested(s.body)
             return
+        self.inner_var = s.iter
+        conds, bases, walks, hoisted = self._plan_offsets(s, hoist, lo, hi)
+        scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
+        # a short loop does not repay the checks on entry: it runs checked
+        if any(_holds(c) is False for c in conds):
+            # an access fails at an end of the loop whatever the arguments: only checked
+            self.inner_var = None
+            self.line(head)
+            self.nested(s.body)
+            return
+        conds = {c: None for c in conds if not _holds(c)}
+        tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
+        tests += distinct
+        if tests:
+            self.line(f"if {' and '.join(tests)}:")
+            self.depth += 1
+        self._emit_unchecked(s, head, lo, bases, walks, hoisted, scalars)
+        if not tests:
+            return
+        self.depth -= 1
+        self.line("else:")
+        self.depth += 1
+        self.line(head)
+        self.nested(s.body)
+        self.depth -= 1
+
+    def _plan_offsets(
+        self, s: For, hoist: list[tuple[Any, Sym, tuple[Expr, ...]]], lo: str, hi: str
+    ) -> tuple[
+        dict[str, None], dict[str, str], dict[tuple[str, str], tuple[str, str]], dict[int, Hoisted]
+    ]:
+        """The checks on entry of innermost loop ``s`` for the accesses ``hoist`` (those its
+        nest did not check), and their offsets: invariant ones (``bases``, text -> name) and
+        affine ones (``walks``, (start, step) -> (w, dw): ``w + v * dw``), by node."""
+        v = self.name(s.iter)
         conds: dict[str, None] = {}
         bases: dict[str, str] = {}
         walks: dict[tuple[str, str], tuple[str, str]] = {}
         hoisted: dict[int, Hoisted] = {}
         first, second = {s.iter: lo}, {s.iter: f"({lo} + 1)"}
         last = {s.iter: f"({hi} - 1)"}
-        self.inner_var = s.iter
         for node, sym, idx in hoist:
             buf = self.buf(sym)
             start = [] if buf.off == "0" else [buf.off]
@@ -678,20 +725,20 @@ class Compiler(ExprCompiler):
             if text not in bases:
                 bases[text] = text if _is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
-        scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
-        # a short loop does not repay the checks on entry: it runs checked
-        if any(_holds(c) is False for c in conds):
-            # an access fails at an end of the loop whatever the arguments: only checked
-            self.inner_var = None
-            self.line(head)
-            self.nested(s.body)
-            return
-        conds = {c: None for c in conds if not _holds(c)}
-        tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
-        tests += distinct
-        if tests:
-            self.line(f"if {' and '.join(tests)}:")
-            self.depth += 1
+        return conds, bases, walks, hoisted
+
+    def _emit_unchecked(
+        self,
+        s: For,
+        head: str,
+        lo: str,
+        bases: dict[str, str],
+        walks: dict[tuple[str, str], tuple[str, str]],
+        hoisted: dict[int, Hoisted],
+        scalars: list[tuple[str, str, str]],
+    ) -> None:
+        """The copy of innermost loop ``s`` whose accesses ``hoisted`` are not checked: their
+        offsets computed on entry, the elements ``scalars`` held in locals."""
         for text, name in bases.items():
             if name != text:
                 self.line(f"{name} = {text}")
@@ -719,14 +766,6 @@ class Compiler(ExprCompiler):
                 dt = self.unwrapped.get(local)
                 value = local if dt is None else wrap_text(local, dt)
                 self.line(f"    {data}[{off}] = {value}")
-        if not tests:
-            return
-        self.depth -= 1
-        self.line("else:")
-        self.depth += 1
-        self.line(head)
-        self.nested(s.body)
-        self.depth -= 1
 
     def _hoistable(self, s: For) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
         """The accesses in the body of innermost loop ``s`` whose checks can move to entry:
