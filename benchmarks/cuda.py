@@ -1,11 +1,14 @@
-"""GPU benchmark: cursched's CUDA sgemm (sched/cuda_sgemm.py) against cupy's matmul (cuBLAS)
-and its flash attention (sched/cuda_flash_attention.py) against torch's
-scaled_dot_product_attention, measured in the same run, best of N, printed as ratios.
+"""GPU benchmark: cursched's CUDA sgemm (sched/cuda_sgemm.py) against cupy's matmul (cuBLAS),
+its flash attention (sched/cuda_flash_attention.py) against torch's
+scaled_dot_product_attention and its flash attention backward
+(sched/cuda_attention_backward.py) against torch autograd's backward of it, measured in the
+same run, best of N, printed as ratios.
 
 Run it with ``python benchmarks/cuda.py [--sizes 1024,2048] [--seqs 333,1024,4096]
 [--repeat 20]``, or ``python benchmarks/cuda.py --quick`` (sgemm 1024, sequence lengths 333
 and 1024, 5 repeats). On the GPU every timed result is first checked (sgemm against cuBLAS,
-attention against numpy in float64 with ``sched/attention.py``'s tolerances). Without a GPU
+attention against numpy in float64 with ``sched/attention.py``'s tolerances, the backward
+against the float64 formulas and torch autograd within 1e-3 relative). Without a GPU
 (cupy missing or ``cupy.is_available()`` false) it says so and exits 0; the kernels are still
 checked in the CPU emulation at small sizes (attention at sequence length 333), so the
 script is exercised everywhere.
@@ -72,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     fa = _load("cuda_flash_attention")
     bad = fa.check(fa.schedule_flash(fa.attention).compile(target="cuda-emulated"), 333, 333)
     print(f"emulated flash attention 333 x 333: {'; '.join(bad) or 'matches numpy'}")
+    bw = _load("cuda_attention_backward")
+    bad_bw = bw.check(bw.schedule(bw.attention_backward).compile(target="cuda-emulated"), 100, 77)
+    print(f"emulated attention backward 100 x 77: {'; '.join(bad_bw) or 'matches torch'}")
+    bad += bad_bw
     if err > 1e-4 or bad:
         print("the emulated kernels differ from numpy", file=sys.stderr)
         return 1
@@ -97,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         gflops = 2 * n**3 / ours / 1e9
         print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>10.3f} {ours / ref:>16.2f} {gflops:>8.0f}")
-    return _attention(fa, [int(s) for s in args.seqs.split(",")], args.repeat)
+    seqs = [int(s) for s in args.seqs.split(",")]
+    return _attention(fa, seqs, args.repeat) or _backward(bw, seqs, args.repeat)
 
 
 def _attention(fa: ModuleType, seqs: list[int], repeat: int) -> int:
@@ -131,6 +139,48 @@ def _attention(fa: ModuleType, seqs: list[int], repeat: int) -> int:
             repeat,
         )
         print(f"{n:>6} {ours * 1e3:>12.3f} {ref * 1e3:>14.3f} {ours / ref:>15.2f}")
+    return 0
+
+
+def _backward(bw: ModuleType, seqs: list[int], repeat: int) -> int:
+    """The flash attention backward (head dimension 64, its three kernels) against torch
+    autograd's backward of SDPA (the backward alone), when torch sees the GPU."""
+    import cupy
+
+    f = bw.schedule(bw.attention_backward).compile(target="cuda")
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("torch has no CUDA device: the backward timed without a peer")
+    print(f"{'seq':>6} {'cursched bwd ms':>16} {'torch bwd ms':>13} {'cursched/torch':>15}")
+    for n in seqs:
+        bad = bw.check(f, n, n, gpu=True)
+        if bad:
+            print(f"seq {n}: backward differs: {'; '.join(bad)}", file=sys.stderr)
+            return 1
+        x = bw.inputs(n, n)
+        dev = {k: cupy.asarray(v) for k, v in x.items()}
+        grads = [cupy.empty((n, 64), cupy.float32) for _ in range(3)]
+        args = [dev[k] for k in ("Q", "K", "V", "O", "dO", "L")] + grads
+        ours = _time_gpu(lambda n=n, args=args: f(n, n, *args), repeat)
+        if torch is None or not torch.cuda.is_available():
+            print(f"{n:>6} {ours * 1e3:>16.3f} {'-':>13} {'-':>15}")
+            continue
+        q, k, v = (
+            torch.as_tensor(dev[c], device="cuda")[None, None].requires_grad_() for c in "QKV"
+        )
+        out = F.scaled_dot_product_attention(q, k, v, scale=1.0)
+        do = torch.as_tensor(dev["dO"], device="cuda")[None, None]
+        ref = _time_gpu(
+            lambda out=out, q=q, k=k, v=v, do=do: torch.autograd.grad(
+                out, (q, k, v), do, retain_graph=True
+            ),
+            repeat,
+        )
+        print(f"{n:>6} {ours * 1e3:>16.3f} {ref * 1e3:>13.3f} {ours / ref:>15.2f}")
     return 0
 
 

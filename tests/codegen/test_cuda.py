@@ -129,6 +129,40 @@ def test_kernel_text_features() -> None:
     assert "#pragma unroll" in r
 
 
+@proc
+def big_rows(n: size, x: f32[n, 64, 64] @ GLOBAL, y: f32[n, 32, 64] @ GLOBAL):
+    with scope("big_rows", target="cuda"):
+        for b in par(0, n, axis="blockIdx.x"):
+            acc: f32[32, 64] @ REGISTER
+            for t in par(0, 32, axis="threadIdx.x"):
+                for d in seq(0, 64):
+                    acc[t, d] = 0.0
+                for i in seq(0, 64):
+                    for d in seq(0, 64):
+                        acc[t, d] += x[b, i, d]
+                for d in seq(0, 64):
+                    y[b, t, d] = acc[t, d]
+
+
+def test_unroll_budget() -> None:
+    """A constant loop whose unrolled body passes UNROLL_BUDGET stays rolled (ptxas would take
+    minutes on it), the loops inside it still unroll; the results are unchanged."""
+    from cursched.codegen.cuda.kernel import UNROLL_BUDGET, unrolled_size
+
+    src = big_rows.cuda_source()
+    rows = src.split("for (int_fast64_t i = 0; i < 64; i++)", 1)
+    assert len(rows) == 2 and not rows[0].rstrip().endswith("#pragma unroll")
+    assert src.count("#pragma unroll") == 3  # the three column loops
+    loop = big_rows.find_loop("i").node()
+    assert unrolled_size(loop) == 64 * 64 > UNROLL_BUDGET
+    assert unrolled_size(big_rows.find_loop("d").node()) == 64
+    x = np.random.default_rng(0).standard_normal((2, 64, 64)).astype(np.float32)
+    y = np.zeros((2, 32, 64), np.float32)
+    big_rows.compile(target="cuda-emulated")(2, x, y)
+    want = np.broadcast_to(x.sum(axis=1, keepdims=True), y.shape)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 def test_data_code_outside_kernels_is_refused() -> None:
     @proc
     def mixed(n: size, x: f32[n] @ GLOBAL):

@@ -41,6 +41,7 @@ EXPECTED: dict[str, Callable[[Any], list[Proc]]] = {
     "cuda_sgemm": lambda m: [m.schedule(m.sgemm)],
     "cuda_online_softmax": lambda m: [m.schedule(m.softmax)],
     "cuda_flash_attention": lambda m: [m.schedule_flash(m.attention)],
+    "cuda_attention_backward": lambda m: [m.schedule(m.attention_backward)],
     "cuda_scan": lambda m: [m.schedule(m.prefix_sum)],
 }
 # Files whose procs are used as written (nothing to schedule).

@@ -10,9 +10,11 @@ printer with these differences:
   ``if (threadIdx.x < trip)`` when it is narrower than the block; a statement of a thread
   loop that binds no ``threadIdx.y`` in a block that has one runs on ``threadIdx.y == 0``;
 - other loops are plain ``for`` loops (``par`` too: the parallelism is in the bound loops),
-  with ``#pragma unroll`` when they sit in a thread loop and have a small constant trip
-  count (register tiles are indexed by them: unrolled, the indices are constants and the
-  tile stays in registers);
+  with ``#pragma unroll`` when they sit in a thread loop, have a small constant trip count
+  and unroll to at most ``UNROLL_BUDGET`` statements (register tiles are indexed by them:
+  unrolled, the indices are constants and the tile stays in registers); a loop past the
+  budget is left rolled, the loops inside it still unrolled (a 32-row loop around four
+  64-column register loops, unrolled, took ptxas minutes and spilled);
 - ``SHARED`` allocations are static ``__shared__`` arrays, ``REGISTER`` allocations local
   arrays; a ``REGISTER`` buffer allocated outside the thread loops holds one element per
   thread in its leading dimensions (``acc[ty, tx, i, j]``): each thread keeps its own
@@ -41,7 +43,7 @@ from cursched.codegen.c.statements import IND, CParam, FunctionGen, _const_bytes
 from cursched.errors import CodegenError
 from cursched.ir.barrier import is_barrier
 from cursched.ir.memory import GLOBAL, REGISTER, SHARED
-from cursched.ir.nodes import Alloc, Call, Expr, FnArg, For, ProcDef, Read, Scope, Stmt
+from cursched.ir.nodes import Alloc, Call, Expr, FnArg, For, If, ProcDef, Read, Scope, Stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import walk_expr, walk_exprs, walk_stmts
 from cursched.ir.types import F16, INDEX, ControlType, DataType, TensorType
@@ -66,6 +68,8 @@ class RegisterNotPerThreadError(CodegenError):
 
 #: Constant-trip loops inside thread loops up to this many iterations get ``#pragma unroll``.
 UNROLL_LIMIT = 64
+#: ... and unroll to at most this many statements (``unrolled_size``).
+UNROLL_BUDGET = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +253,12 @@ class KernelGen(FunctionGen):
         axis = s.axis
         if axis is None:
             n = const_trip(s)
-            unroll = self.thread_depth > 0 and n is not None and n <= UNROLL_LIMIT
+            unroll = (
+                self.thread_depth > 0
+                and n is not None
+                and n <= UNROLL_LIMIT
+                and unrolled_size(s) <= UNROLL_BUDGET
+            )
 
             def bind_iter() -> None:
                 i = self.names.bind(s.iter)
@@ -386,6 +395,21 @@ def _blocks(s: Stmt) -> tuple[tuple[str, tuple[Stmt, ...]], ...]:
     from cursched.ir.traversal import stmt_blocks
 
     return stmt_blocks(s)
+
+
+def unrolled_size(s: Stmt) -> int:
+    """The statements ``s`` stands for with every constant-trip loop in it unrolled (a loop
+    without constant bounds counts its body once)."""
+    match s:
+        case For():
+            n = const_trip(s)
+            return (1 if n is None else n) * sum(unrolled_size(x) for x in s.body)
+        case If():
+            return 1 + sum(unrolled_size(x) for x in (*s.body, *s.orelse))
+        case Scope():
+            return sum(unrolled_size(x) for x in s.body)
+        case _:
+            return 1
 
 
 def _written_in_thread_loops(body: tuple[Stmt, ...], sym: Sym) -> bool:
