@@ -13,14 +13,20 @@ machine slows all of them alike):
 Measured: every corpus proc (``tests/corpus``) at its registered sizes, the same procs with
 every size argument scaled by ``--scale`` (where their inputs allow it), and a 64^3 sgemm.
 
+Besides each table's total (the sum of the procs' times, so the big procs weigh most), the
+geometric mean of the per-proc ratios is printed, and the time to compile the corpus (the
+interpreter compiles each proc once; the fuzzer and the tests make many procs).
+
 Usage:
     python benchmarks/interp.py [--repeat 5] [--sgemm 64] [--scale 8] [--verbose]
+    python benchmarks/interp.py --quick      # --repeat 3 --scale 4 --sgemm 16
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import subprocess
 import sys
 import tempfile
@@ -39,7 +45,8 @@ from corpus import CASES
 from corpus.procs_kernels import sgemm
 
 from cursched.errors import CurschedError
-from cursched.interp import eval_control, interpret
+from cursched.interp import compiled, eval_control, interpret
+from cursched.interp.compile import Compiler
 from cursched.ir.types import ControlType, TensorType
 
 OLD_COMMIT = "b00ea71"
@@ -126,7 +133,10 @@ def main() -> None:
     ap.add_argument("--sgemm", type=int, default=64, help="sgemm size n (n^3 multiply-adds)")
     ap.add_argument("--scale", type=int, default=8, help="size factor of the scaled corpus")
     ap.add_argument("--verbose", action="store_true", help="a row per proc when scaled too")
+    ap.add_argument("--quick", action="store_true", help="--repeat 3 --scale 4 --sgemm 16")
     opts = ap.parse_args()
+    if opts.quick:
+        opts.repeat, opts.scale, opts.sgemm = 3, 4, 16
     old = load_old()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import loops  # the transliterated plain loops (benchmarks/loops.py)
@@ -137,6 +147,7 @@ def main() -> None:
     for scale in (1, opts.scale):
         print(f"\n{f'corpus, sizes x{scale}':24s} {header}")
         tot = {"old": 0.0, "new": 0.0, "loop": 0.0}
+        logs = {"old": 0.0, "loop": 0.0}
         skipped = []
         for case in CASES:
             args = case.inputs(rng)
@@ -160,11 +171,20 @@ def main() -> None:
                     t[k] = min(t[k], timed(f, args))
             for k in tot:
                 tot[k] += t[k]
+            for k in logs:
+                logs[k] += math.log(t[k] / t["new"])
             if opts.verbose or scale == 1:
                 print(row(case.name, t))
         print(row("corpus total", tot))
+        count = len(CASES) - len(skipped)
+        geo = {k: math.exp(v / count) for k, v in logs.items()}
+        print(f"{'per-proc geomean':24s} {'':29s} {geo['old']:8.1f} {geo['loop']:9.2f}")
         if skipped:
             print(f"  (not scalable, skipped: {', '.join(skipped)})")
+    start = time.perf_counter()
+    for case in CASES:
+        Compiler(case.proc.ir(), compiled).compile()
+    print(f"\ncompiling the corpus's {len(CASES)} procs: {time.perf_counter() - start:.3f} s")
     n = opts.sgemm
     A, B = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     C = np.zeros((n, n), np.float32)

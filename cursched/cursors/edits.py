@@ -181,14 +181,23 @@ def replace(
     *,
     same: Iterable[tuple[Any, Any]] = (),
     hint: str = "",
+    kill_all: bool = False,
 ) -> tuple[ProcDef, SpliceMap]:
     """Replace the statements of ``block`` by ``new`` (old nodes found again in ``new`` live
     on, see the module docstring; the others die with ``hint``).
+
+    ``kill_all``: the caller knows that no old node lives on (each is in ``new`` twice or
+    more, or not at all, and no loop of ``new`` has an old iteration variable, as in
+    ``unroll_loop``'s copies): the search for survivors, a walk of both regions, is skipped.
     """
     old = stmt_list(ir, block.parent, block.attr)
     assert 0 <= block.lo <= block.hi <= len(old), "block out of range"
     new = tuple(new)
-    survivors = find_survivors(old[block.lo : block.hi], new, _same_ids(same))
+    survivors = (
+        Survivors({}, {})
+        if kill_all
+        else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
+    )
     lst = (*old[: block.lo], *new, *old[block.hi :])
     out = update_at(ir, block.parent, lambda n: n.replace(**{block.attr: lst}))
     return out, SpliceMap(block.parent, block.attr, block.lo, block.hi, len(new), survivors, hint)
@@ -291,10 +300,11 @@ class Editor:
         *,
         same: Iterable[tuple[Any, Any]] = (),
         hint: str = "",
+        kill_all: bool = False,
     ) -> BlockLoc:
         """``replace``; returns the block of ``new`` (empty, ``lo == hi``, when it is)."""
         new = tuple(new)
-        self._apply(replace(self.ir, block, new, same=same, hint=hint))
+        self._apply(replace(self.ir, block, new, same=same, hint=hint, kill_all=kill_all))
         return BlockLoc(block.parent, block.attr, block.lo, block.lo + len(new))
 
     def replace_node(

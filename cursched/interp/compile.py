@@ -11,28 +11,30 @@ method per statement kind (``_stmt_<kind>``), and the ``CompiledProc`` that
 The function's parameters are flat: a control argument is one parameter, a data scalar two
 (list, offset), a tensor of rank r is 2 + 2r (list, offset, r strides, r sizes).
 
-Innermost loops are versioned: on entry, if every access in the body whose indices are affine
-in the loop variable is in bounds at both ends of the loop's range (so, being affine, over the
-whole range), a copy of the body without those checks runs, with the loop-invariant part of
-each offset computed once before the loop; otherwise the checked copy runs, and raises the
-error at the very access that fails.
+Loops are versioned. A loop nest whose inner loops' ranges do not depend on the nest is
+checked on entry: if every access of the nest into a buffer defined outside it, with indices
+affine in the nest's loop variables, is in bounds at the corners of the box of the loop ranges
+(so, being affine, everywhere in it), a copy of the nest without those checks runs; otherwise
+a checked copy runs, and raises the error at the very access that fails. An innermost loop
+outside such a nest is versioned alone, the same way (at both ends of its range). In the
+unchecked copy, the part of each offset invariant in the innermost loop is computed before
+it (``w + i * dw``), and an element written at one place through the loop is held in a local.
 """
 
 from __future__ import annotations
 
 import functools
-import keyword
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any, assert_never
 
 import numpy as np
 
 from cursched.errors import AllocationError, InterpreterError
-from cursched.interp.exprs import Buf, ExprCompiler, Hoisted
+from cursched.interp.exprs import Buf, ExprCompiler, Hoisted, reset_config_state, wrap_text
 from cursched.interp.values import (
     c_div,
     c_rem,
@@ -40,7 +42,10 @@ from cursched.interp.values import (
     float_div,
     float_mod,
     fmt_expr,
+    quiet_numpy,
+    restore_numpy,
     round_f16,
+    rounder,
     sqrt_float,
     to_python,
 )
@@ -51,6 +56,7 @@ from cursched.ir.nodes import (
     Call,
     Const,
     Expr,
+    FnArg,
     For,
     If,
     Pass,
@@ -68,7 +74,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import stmt_exprs, walk_expr, walk_stmts, written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
-__all__ = ["CompiledProc", "Compiler", "new_buffer"]
+__all__ = ["MEMORYVIEW_FORMATS", "CompiledProc", "Compiler", "new_buffer"]
 
 #: Fill value of fresh integer buffers: the low bytes of 0xDEADBEEF, so that a read before a
 #: write shows up as a recognisable garbage value in differential tests.
@@ -76,15 +82,23 @@ _GARBAGE = 0xDEADBEEF
 
 
 #: Loops of at most this many iterations are not versioned (see the module docstring).
-_SHORT = 6
+_SHORT = 3
 
-#: The default of ``_fast``'s parameters: a missing argument.
+#: Allocations of at most this many bytes, of a size known when compiling, are not checked
+#: against the machine's memory (they cannot fail the check).
+_SMALL_ALLOC = 1 << 20
+
+#: The value of a parameter of ``_run`` not given by name.
 _MISSING = object()
+
+#: Element types (``dtype.char``) a memoryview can index: the generated code reads and
+#: writes such arrays in place; others (f16) go through a list copied back after the run.
+MEMORYVIEW_FORMATS = frozenset("fdbBhHiIlLqQ")
+_MEMORYVIEW_FORMATS = MEMORYVIEW_FORMATS
 
 #: What the generated code finds in its namespace (besides its own constants and callees).
 _HELPERS: dict[str, Any] = {
-    "_memoryview": memoryview,
-    "_bytearray": bytearray,
+    "_rounder": rounder,
     "_c_div": c_div,
     "_c_rem": c_rem,
     "_float_div": float_div,
@@ -92,7 +106,6 @@ _HELPERS: dict[str, Any] = {
     "_round_f16": round_f16,
     "_sqrt": sqrt_float,
     "_NAN": math.nan,
-    "_repeat": repeat,
 }
 
 
@@ -158,10 +171,10 @@ class CompiledProc:
         body: runs the statements.
         entry: checks shapes and asserts as a call site does, then runs the statements.
         preds: checks the asserts as on entry to a run (``InterpreterError``).
-        fast_bind: the arguments' common case, bound without building anything else: called
-            with a run's arguments, it returns the flat parameters and the (flat view, list)
-            pairs to write back, or None when the general binding must decide (an error, a
-            view, a numpy int, aliasing: ``cursched.interp.run``).
+        run: a whole run (binding, asserts, body) for the arguments' common case: called
+            with a run's arguments, it returns True when it ran them, False (having done
+            nothing) when the general binding must decide (an error, a view, a numpy int,
+            arguments mixing positions and names: ``cursched.interp.run``).
         uses_numpy: the proc or a callee calls numpy (externs), which reports overflow as
             floating-point errors: the caller silences them for the run.
         uses_config: the proc or a callee reads or writes a configuration field: a run
@@ -174,7 +187,7 @@ class CompiledProc:
     body: Callable[..., None]
     entry: Callable[..., None]
     preds: Callable[..., None]
-    fast_bind: Callable[..., Any]
+    run: Callable[..., bool]
     uses_numpy: bool
     uses_config: bool
 
@@ -189,6 +202,12 @@ class Compiler(ExprCompiler):
         super().__init__(pd)
         self.callee = callee
         self.callees: dict[int, str] = {}
+        #: emitting the copy of a loop nest whose checks were moved to its entry
+        self.in_nest = False
+        #: emitting the checked copy of a versioned nest
+        self.checked_copy = False
+        #: integer accumulators held unwrapped through a loop (wrapped when stored), by type
+        self.unwrapped: dict[str, np.dtype[Any]] = {}
         # data scalars passed by reference to a call need a list; the others are locals
         self.by_ref = {
             e.sym
@@ -205,12 +224,12 @@ class Compiler(ExprCompiler):
         self.block(pd.body)
         body_lines = self.lines
         if any("_R[0]" in ln for ln in body_lines):
-            body_lines.insert(0, "    _R = _memoryview(_bytearray(4)).cast('f')")
+            body_lines.insert(0, "    _R = _rounder()")
         sig = ", ".join(params)
         src = [f"def _body({sig}):", *body_lines, "    pass"]
         src += [f"def _entry({sig}):", *self._entry_checks(), f"    _body({sig})"]
         src += [f"def _preds({sig}):", *self._pred_checks("on entry to"), "    pass"]
-        src += self._fast_bind(params)
+        src += self._fast_run(params)
         source = "\n".join(src) + "\n"
         ns = dict(_HELPERS, **self.ns)
         exec(compile(source, f"<cursched interp {pd.name}>", "exec"), ns)
@@ -221,7 +240,7 @@ class Compiler(ExprCompiler):
             body=ns["_body"],
             entry=ns["_entry"],
             preds=ns["_preds"],
-            fast_bind=ns["_fast"],
+            run=ns["_run"],
             uses_numpy=self.uses_numpy,
             uses_config=self.uses_config,
         )
@@ -274,82 +293,140 @@ class Compiler(ExprCompiler):
                 out.append(f"    if {got} != {want}: {fail}({got}, {want})")
         return out + self._pred_checks("at a call to")
 
-    def _fast_bind(self, params: list[str]) -> list[str]:
-        """Source of ``_fast`` (see ``CompiledProc.fast_bind``): plain ints and bools, and
-        C-contiguous arrays that own their memory, of the exact dtype, shape and rank."""
+    def _fast_run(self, params: list[str]) -> list[str]:
+        """Source of ``_run`` (see ``CompiledProc.run``): the arguments' common case (plain
+        ints and bools, C-contiguous arrays that own their memory, of the exact dtype and
+        shape, all given by position or all by name) bound, checked and run in one call.
+
+        Arrays are passed to the body as flat memoryviews of their own memory (reads give
+        the element as a Python number, stores of the exact values the code computes write
+        it through), so nothing is copied in or back; f16, which memoryview cannot index,
+        goes through a list written back at the end, as the general binding does."""
         pd, written = self.pd, written_args(self.pd, lambda q: self.callee(q).written)
         names = [self.name(a.sym) for a in pd.args]
-        given = [a.sym.name for a in pd.args]
-        if not all(g.isidentifier() and not keyword.iskeyword(g) for g in given) or any(
-            g.startswith("_") for g in given
-        ):
-            # the names must be usable as Python parameters (by keyword)
-            return ["def _fast(*_args, **_kw):", "    return None"]
-        sig = ", ".join([f"{g}=_MISS" for g in given] + ["*_extra", "**_kw"])
-        out = [f"def _fast({sig}):", "    if _extra or _kw: return None"]
-        out += [f"    {n} = {g}" for n, g in zip(names, given, strict=True) if n != g]
-        self.ns["_MISS"] = _MISSING
-        self.ns["_nd"] = np.ndarray
+        self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
+        out = self._run_binding(names, [a.sym.name for a in pd.args])
         arrays: list[str] = []
         back: list[str] = []
         for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
-            t = a.type
-            match t:
-                case ControlType():
-                    if t.name == "bool":
-                        out.append(f"    if type({n}) is not bool: return None")
-                    elif t.name == "size":
-                        out.append(f"    if type({n}) is not int or {n} <= 0: return None")
-                    else:
-                        out.append(f"    if type({n}) is not int: return None")
-                    continue
-                case DataType():
-                    dt, shape_ok = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1"
-                case TensorType():
-                    dt = t.elem.np_dtype
-                    want = ", ".join(self.ctrl(e) for e in t.shape)
-                    shape_ok = f"{n}.shape != ({want},)"
-                case _:
-                    assert_never(t)
-            dname = self.const(dt, "dt")
-            # one flags object per array (each ``.flags`` makes a new one)
-            test = (
-                f"type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None"
-                f" or not (_fl := {n}.flags).c_contiguous or {shape_ok}"
-            )
-            if i in written:
-                test += " or not _fl.writeable"
-                back.append(n)
-            out.append(f"    if {test}: return None")
-            arrays.append(n)
+            out += self._run_check(a, n, i in written, back)
+            if not isinstance(a.type, ControlType):
+                arrays.append(n)
         # distinct arrays that own their memory cannot overlap; the same one twice shares
-        for x, p in enumerate(arrays):
-            for q in arrays[x + 1 :]:
-                out.append(f"    if {p} is {q}: return None")
-        flat: list[str] = []
-        for a, n in zip(pd.args, names, strict=True):
+        same = [f"{p} is {q}" for x, p in enumerate(arrays) for q in arrays[x + 1 :]]
+        if same:
+            out.append(f"    if {' or '.join(same)}: return False")
+        return out + self._run_call(names, back)
+
+    @staticmethod
+    def _run_binding(names: list[str], given: list[str]) -> list[str]:
+        """``_run``'s header: the arguments all by position or all by name, else False."""
+        head = "def _run(*_a, **_kw):"
+        if len(set(given)) == len(given) and given:
+            gets = ", ".join(f"_kw.get({g!r}, _MISS)" for g in given)
+            return [
+                head,
+                "    if _kw:",
+                f"        if _a or len(_kw) != {len(given)}: return False",
+                f"        {', '.join(names)}, = {gets},",
+                f"    elif len(_a) == {len(given)}:",
+                f"        {', '.join(names)}, = _a",
+                "    else: return False",
+            ]
+        if given:
+            return [
+                head,
+                f"    if _kw or len(_a) != {len(given)}: return False",
+                f"    {', '.join(names)}, = _a",
+            ]
+        return [head, "    if _a or _kw: return False"]
+
+    def _run_check(self, a: FnArg, n: str, written: bool, back: list[str]) -> list[str]:
+        """``_run``'s check of argument ``a`` (local ``n``) and, for an array, its flat data
+        ``{n}_d`` and sizes ``{n}_n{k}``; an f16 array written goes into ``back``."""
+        t = a.type
+        match t:
+            case ControlType():
+                if t.name == "bool":
+                    return [f"    if type({n}) is not bool: return False"]
+                if t.name == "size":
+                    return [f"    if type({n}) is not int or {n} <= 0: return False"]
+                return [f"    if type({n}) is not int: return False"]
+            case DataType():
+                dt, shape_bad, rank = t.np_dtype, f"{n}.ndim > 1 or {n}.size != 1", 0
+            case TensorType():
+                dt, rank = t.elem.np_dtype, t.rank()
+                shape_bad = f"_s != ({', '.join(self.ctrl(e) for e in t.shape)},)"
+            case _:
+                assert_never(t)
+        dname = self.const(dt, "dt")
+        out = [
+            f"    if type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None:"
+            " return False"
+        ]
+        if rank:
+            out.append(f"    _s = {n}.shape")
+        out.append(f"    if {shape_bad}: return False")
+        if rank:
+            out.append(f"    {', '.join(f'{n}_n{k}' for k in range(rank))}, = _s")
+        if dt.char not in _MEMORYVIEW_FORMATS:
+            # memoryview cannot index it (f16): a list, written back after the run
+            out.append(f"    if not (_fl := {n}.flags).c_contiguous: return False")
+            if written:
+                out.append("    if not _fl.writeable: return False")
+                back.append(n)
+            return [*out, f"    {n}_f = {n}.reshape(-1)", f"    {n}_d = {n}_f.tolist()"]
+        if isinstance(t, DataType) and not written:
+            # read only: its value in a list (the array owns its memory: nothing the run
+            # writes can change it)
+            return [*out, f"    {n}_d = [{n}.item()]"]
+        bad = "not _m.c_contiguous" + (" or _m.readonly" if written else "")
+        # (an empty array is never indexed, and a memoryview of one cannot be cast)
+        flat = "_m" if rank == 1 else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
+        return [*out, f"    _m = _mv({n})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
+
+    def _run_call(self, names: list[str], back: list[str]) -> list[str]:
+        """``_run``'s end: strides, the asserts, the configuration reset, the body's call,
+        the write-back of f16 lists and numpy's error state restored."""
+        out: list[str] = []
+        args: list[str] = []
+        for a, n in zip(self.pd.args, names, strict=True):
             t = a.type
             if isinstance(t, ControlType):
-                flat.append(n)
+                args.append(n)
                 continue
-            if isinstance(t, TensorType) and t.rank() == 1:  # flat already: no view to make
-                out.append(f"    {n}_f = {n}")
-            else:
-                out.append(f"    {n}_f = {n}.reshape(-1)")
-            out.append(f"    {n}_d = {n}_f.tolist()")
             if isinstance(t, DataType):
-                flat += [f"{n}_d", "0"]
+                args += [f"{n}_d", "0"]
                 continue
             r = t.rank()
             dims = [f"{n}_n{k}" for k in range(r)]
+            # named, since the asserts may read them (stride(x, 0))
+            strides = [f"{n}_s{k}" for k in range(r)]
             if r:
-                out.append(f"    {', '.join(dims)}, = {n}.shape")
-            strides = ["1"] * r
+                out.append(f"    {strides[-1]} = 1")
             for k in range(r - 2, -1, -1):
-                strides[k] = f"{dims[k + 1]} * {strides[k + 1]}"
-            flat += [f"{n}_d", "0", *strides, *dims]
-        pairs = "".join(f"({n}_f, {n}_d), " for n in back)
-        out.append(f"    return [{', '.join(flat)}], ({pairs})")
+                out.append(f"    {strides[k]} = {dims[k + 1]} * {strides[k + 1]}")
+            args += [f"{n}_d", "0", *strides, *dims]
+        out += self._pred_checks("on entry to")
+        if self.uses_config:
+            self.ns["_reset_config"] = reset_config_state
+            out.append("    _reset_config()")
+        call = f"_body({', '.join(args)})"
+        cleanup = [f"{n}_f[:] = {n}_d" for n in back]
+        if self.uses_numpy:
+            # numpy externs report overflow and NaN as floating-point errors, which tests
+            # running with -W error would turn into exceptions; they are the defined
+            # semantics here, so they are silenced for the run, and only there
+            self.ns.update(_quiet=quiet_numpy, _loud=restore_numpy)
+            out.append("    _tok = _quiet()")
+            cleanup.append("_loud(_tok)")
+        if cleanup:
+            # what the run wrote goes back also when it stops with an error
+            out += ["    try:", f"        {call}", "    finally:"]
+            out += [f"        {c}" for c in cleanup]
+        else:
+            out.append(f"    {call}")
+        out.append("    return True")
         return out
 
     # -- statements ----------------------------------------------------------------------
@@ -407,23 +484,35 @@ class Compiler(ExprCompiler):
             target = h.scalar
         else:
             off = self.offset(s, s.sym, s.idx, "write")
-            if not _is_name(off):
+            if not _is_name(off) and isinstance(s, Reduce):  # read and written: once
                 o = self.tmp("o")
                 self.line(f"{o} = {off}")
                 off = o
             target = f"{buf.data}[{off}]"
         if isinstance(s, Assign):
-            self.line(f"{target} = {self.value(s.rhs, dt)}")
+            self.line(f"{target} = {self._rounded(self.value(s.rhs, dt))}")
             return
         code, exact = self.data(s.rhs, dt)
         if not exact and dt.kind == "f":
-            code = self.round(code, dt)
+            code = self._rounded(self.round(code, dt))
         total = f"{target} + {code}"
-        if dt.kind == "f" and dt.itemsize == 4:
+        if target in self.unwrapped:
+            # an integer accumulator only added to: wrapped once, when stored (wrapping
+            # commutes with + - *)
+            self.line(f"{target} = {total}")
+        elif dt.kind == "f" and dt.itemsize == 4:
             self.line(f"_R[0] = {total}")
             self.line(f"{target} = _R[0]")
         else:
             self.line(f"{target} = {self.round(total, dt)}")
+
+    def _rounded(self, code: str) -> str:
+        """``code``, or ``_R[0]`` itself when ``code`` is the temporary the line just emitted
+        loaded from it (``_t = _R[0]``): its one use reads the rounder directly."""
+        if code.startswith("_t") and self.lines and self.lines[-1].strip() == f"{code} = _R[0]":
+            self.lines.pop()
+            return "_R[0]"
+        return code
 
     def _stmt_alloc(self, s: Alloc) -> None:
         n = self.name(s.sym)
@@ -460,7 +549,9 @@ class Compiler(ExprCompiler):
         fill = self.lit(_fill(dt))
         # the list is checked as the buffer it stands for (its itemsize, not a list's)
         what = repr(f"buffer {s.sym.name}")
-        self.line(f"_check_alloc({size}, {dt.itemsize}, {what})")
+        known = _literal(size)
+        if known is None or known * dt.itemsize > _SMALL_ALLOC:
+            self.line(f"_check_alloc({size}, {dt.itemsize}, {what})")
         self.line(f"{n}_d = [{fill}] * ({size})")
         self.bufs[s.sym] = Buf(f"{n}_d", "0", tuple(strides), tuple(dims), s.type.elem)
 
@@ -469,6 +560,72 @@ class Compiler(ExprCompiler):
 
     # -- loops ---------------------------------------------------------------------------
     def _stmt_for(self, s: For) -> None:
+        """A loop; a nest whose accesses are affine in its loop variables is versioned on
+        entry (see ``_nest_conditions``), an innermost loop on its own (``_emit_for``)."""
+        plan = None if self.in_nest or _innermost(s.body) else self._nest_conditions(s)
+        if plan is None:
+            self._emit_for(s)
+            return
+        conds, ids = plan
+        self.line(f"if {' and '.join(conds)}:")
+        self.in_nest, saved = True, self.unchecked
+        self.unchecked = saved | ids
+        self.depth += 1
+        self._emit_for(s)
+        self.depth -= 1
+        self.unchecked = saved
+        self.line("else:")
+        # the checked copy: nothing in it is versioned again (the copies would double with
+        # each level, and compiling the source is most of what a proc run once costs)
+        self.depth += 1
+        self.checked_copy = True
+        self._emit_for(s)
+        self.checked_copy = False
+        self.depth -= 1
+        self.in_nest = False
+
+    def _nest_conditions(self, s: For) -> tuple[list[str], frozenset[int]] | None:
+        """The bounds checks of loop nest ``s``, moved to its entry: conditions that hold iff
+        every access of the nest into a buffer defined outside it, with indices affine in the
+        nest's loop variables, is in bounds over the whole box of the loop ranges (an affine
+        index takes its extremes at the box's corners), and those accesses; None when the
+        inner loops' ranges depend on the nest or no access qualifies.
+
+        An empty range makes the box meaningless, but then the accesses inside that loop
+        never run, and the others are checked over the loops enclosing them; when the
+        conditions fail, the checked copy runs and raises at the very access that fails.
+        """
+        loops = [s, *(st for st in walk_stmts(s.body) if isinstance(st, For))]
+        nest = frozenset(lp.iter for lp in loops)
+        defined = {st.sym for st in walk_stmts(s.body) if isinstance(st, Alloc | WindowStmt)}
+        inside = defined | nest
+        for lp in loops:
+            for e in (lp.lo, lp.hi):
+                if not _affine_in(e, frozenset(), inside) or not _invariant(e, inside):
+                    return None
+        ranges = {lp.iter: (self.ctrl(lp.lo), f"({self.ctrl(lp.hi)} - 1)") for lp in loops}
+        conds: dict[str, None] = {}
+        ids: set[int] = set()
+        for node, sym, idx in self._accesses((s,)):
+            b = self.bufs.get(sym)
+            if sym in inside or b is None or b.local:
+                continue
+            if not all(_affine_in(e, nest, defined) for e in idx):
+                continue
+            ids.add(id(node))
+            for e, n in zip(idx, b.dims, strict=True):
+                low, high = _corners(e, ranges)
+                for sub in low:
+                    t = self.ctrl(e, sub)
+                    if not (_is_int_literal(t) and int(t) >= 0):
+                        conds[f"0 <= {t}"] = None
+                for sub in high:
+                    conds[f"{self.ctrl(e, sub)} < {n}"] = None
+        if not ids or any(_holds(c) is False for c in conds):
+            return None
+        return [c for c in conds if not _holds(c)] or ["True"], frozenset(ids)
+
+    def _emit_for(self, s: For) -> None:
         # lo and hi are evaluated once, on entry; par loops run like seq loops
         lo, hi = self.ctrl(s.lo), self.ctrl(s.hi)
         if not _is_name(lo):
@@ -482,73 +639,121 @@ class Compiler(ExprCompiler):
         v = self.name(s.iter)
         head = f"for {v} in range({lo}, {hi}):"
         short = _is_int_literal(lo) and _is_int_literal(hi) and int(hi) - int(lo) <= _SHORT
-        hoist = self._hoistable(s) if _innermost(s.body) and not short else []
+        hoist = self._hoistable(s) if _innermost(s.body) and not self.checked_copy else []
+        if short:
+            # a short loop does not repay checks on entry, only offsets computed there
+            hoist = [h for h in hoist if id(h[0]) in self.unchecked]
         if not hoist:
             self.line(head)
             self.nested(s.body)
             return
+        self.inner_var = s.iter
+        conds, bases, walks, hoisted = self._plan_offsets(s, hoist, lo, hi)
+        scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
+        # a short loop does not repay the checks on entry: it runs checked
+        if any(_holds(c) is False for c in conds):
+            # an access fails at an end of the loop whatever the arguments: only checked
+            self.inner_var = None
+            self.line(head)
+            self.nested(s.body)
+            return
+        conds = {c: None for c in conds if not _holds(c)}
+        tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
+        tests += distinct
+        if tests:
+            self.line(f"if {' and '.join(tests)}:")
+            self.depth += 1
+        self._emit_unchecked(s, head, lo, bases, walks, hoisted, scalars)
+        if not tests:
+            return
+        self.depth -= 1
+        self.line("else:")
+        self.depth += 1
+        self.line(head)
+        self.nested(s.body)
+        self.depth -= 1
+
+    def _plan_offsets(
+        self, s: For, hoist: list[tuple[Any, Sym, tuple[Expr, ...]]], lo: str, hi: str
+    ) -> tuple[
+        dict[str, None], dict[str, str], dict[tuple[str, str], tuple[str, str]], dict[int, Hoisted]
+    ]:
+        """The checks on entry of innermost loop ``s`` for the accesses ``hoist`` (those its
+        nest did not check), and their offsets: invariant ones (``bases``, text -> name) and
+        affine ones (``walks``, (start, step) -> (w, dw): ``w + v * dw``), by node."""
+        v = self.name(s.iter)
         conds: dict[str, None] = {}
         bases: dict[str, str] = {}
-        walks: dict[tuple[str, str], str] = {}
+        walks: dict[tuple[str, str], tuple[str, str]] = {}
         hoisted: dict[int, Hoisted] = {}
         first, second = {s.iter: lo}, {s.iter: f"({lo} + 1)"}
         last = {s.iter: f"({hi} - 1)"}
-        self.inner_var = s.iter
         for node, sym, idx in hoist:
             buf = self.buf(sym)
             start = [] if buf.off == "0" else [buf.off]
             step = []
+            checked = id(node) not in self.unchecked  # else the nest checked it on entry
             for e, n, st in zip(idx, buf.dims, buf.strides, strict=True):
                 if self.varies(e):
                     a, b = self.ctrl(e, first), self.ctrl(e, last)
-                    conds[f"0 <= {a} < {n}"] = None
-                    conds[f"0 <= {b} < {n}"] = None
+                    if checked:
+                        conds[f"0 <= {a} < {n}"] = None
+                        conds[f"0 <= {b} < {n}"] = None
                     start.append(self._scaled(a, st))
-                    step.append(self._scaled(f"({self.ctrl(e, second)} - {a})", st))
+                    c = _coef(e, s.iter)
+                    if c is None:
+                        step.append(self._scaled(f"({self.ctrl(e, second)} - {a})", st))
+                    elif c:
+                        step.append(self._scaled(str(c), st))
                 else:
-                    conds[f"0 <= {self.ctrl(e)} < {n}"] = None
+                    if checked:
+                        conds[f"0 <= {self.ctrl(e)} < {n}"] = None
                     start.append(self._scaled(self.ctrl(e), st))
-            text = " + ".join(start) or "0"
+            text = " + ".join(t for t in start if t != "0") or "0"
             if step:
-                # the offset is affine in the loop variable: a range walks it (in C)
+                # the offset is affine in the loop variable: w + v * dw, with w and dw
+                # computed on entry
                 key = (text, " + ".join(step))
                 if key not in walks:
-                    walks[key] = self.tmp("p")
-                hoisted[id(node)] = Hoisted(walks[key])
+                    dw = key[1] if _is_name(key[1]) else self.tmp("dw")
+                    w = "0" if text == "0" and lo == "0" else self.tmp("w")
+                    walks[key] = (w, dw)
+                w, dw = walks[key]
+                moved = self._scaled(v, dw)
+                hoisted[id(node)] = Hoisted(moved if w == "0" else f"{w} + {moved}")
                 continue
             if text not in bases:
                 bases[text] = text if _is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
-        # a short loop does not repay the checks and set-up on entry: it runs checked
-        scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
-        self.line(f"if {hi} - {lo} > {_SHORT} and ({' and '.join([*conds, *distinct])}):")
-        self.depth += 1
+        return conds, bases, walks, hoisted
+
+    def _emit_unchecked(
+        self,
+        s: For,
+        head: str,
+        lo: str,
+        bases: dict[str, str],
+        walks: dict[tuple[str, str], tuple[str, str]],
+        hoisted: dict[int, Hoisted],
+        scalars: list[tuple[str, str, str]],
+    ) -> None:
+        """The copy of innermost loop ``s`` whose accesses ``hoisted`` are not checked: their
+        offsets computed on entry, the elements ``scalars`` held in locals."""
         for text, name in bases.items():
             if name != text:
                 self.line(f"{name} = {text}")
+        for (a, b), (w, dw) in walks.items():
+            if dw != b:
+                self.line(f"{dw} = {b}")
+            if w != "0":
+                self.line(f"{w} = {a}" if lo == "0" else f"{w} = {a} - {lo} * {dw}")
         for data, off, local in scalars:
             self.line(f"{local} = {data}[{off}]")
         if scalars:
             # the element goes back to its list also when the loop stops with an error
             self.line("try:")
             self.depth += 1
-        if walks:
-            count = self.tmp("n")
-            self.line(f"{count} = {hi} - {lo}")
-            walkers = []
-            for a, b in walks:
-                w0, dw = self.tmp("w"), self.tmp("w")
-                self.line(f"{w0} = {a}")
-                self.line(f"{dw} = {b}")
-                # a range walks the offsets in C; a zero stride (a broadcast) repeats one
-                walkers.append(
-                    f"(range({w0}, {w0} + {dw} * {count}, {dw}) if {dw} "
-                    f"else _repeat({w0}, {count}))"
-                )
-            targets = ", ".join([v, *walks.values()])
-            self.line(f"for {targets} in zip(range({lo}, {hi}), {', '.join(walkers)}):")
-        else:
-            self.line(head)
+        self.line(head)
         saved = self.hoisted
         self.hoisted = hoisted
         self.nested(s.body)
@@ -558,13 +763,9 @@ class Compiler(ExprCompiler):
             self.depth -= 1
             self.line("finally:")
             for data, off, local in scalars:
-                self.line(f"    {data}[{off}] = {local}")
-        self.depth -= 1
-        self.line("else:")
-        self.depth += 1
-        self.line(head)
-        self.nested(s.body)
-        self.depth -= 1
+                dt = self.unwrapped.get(local)
+                value = local if dt is None else wrap_text(local, dt)
+                self.line(f"    {data}[{off}] = {value}")
 
     def _hoistable(self, s: For) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
         """The accesses in the body of innermost loop ``s`` whose checks can move to entry:
@@ -610,6 +811,7 @@ class Compiler(ExprCompiler):
         if any(isinstance(st, Call) for st in walk_stmts(s.body)):
             return [], []  # a callee may read or write any list
         places: dict[str, set[str]] = {}
+        dts: dict[str, np.dtype[Any]] = {}
         written: set[str] = set()
         for node, sym, _ in self._accesses(s.body):
             b = self.bufs.get(sym)
@@ -620,6 +822,7 @@ class Compiler(ExprCompiler):
                 continue
             h = hoisted.get(id(node))
             places.setdefault(b.data, set()).add(h.base if h is not None else "?")
+            dts[b.data] = b.dt.np_dtype
             if isinstance(node, Assign | Reduce):
                 written.add(b.data)
         chosen = []
@@ -629,12 +832,18 @@ class Compiler(ExprCompiler):
                 chosen.append((data, only, self.tmp("s")))
         if not chosen:
             return [], []
+        read: set[str] = set()
         for node, sym, _ in self._accesses(s.body):
             h = hoisted.get(id(node))
             b = self.bufs[sym]
             for data, off, local in chosen:
                 if h is not None and b.data == data and h.base == off:
                     hoisted[id(node)] = Hoisted(off, local)
+                    if not isinstance(node, Assign | Reduce):
+                        read.add(local)
+        for data, _, local in chosen:
+            if local not in read and dts[data].kind in "iu":
+                self.unwrapped[local] = dts[data]
         conds = [f"{d} is not {o}" for d, _, _ in chosen for o in places if o != d]
         return chosen, conds
 
@@ -688,13 +897,71 @@ def _innermost(body: tuple[Stmt, ...]) -> bool:
     return not any(isinstance(s, For) for s in walk_stmts(body))
 
 
-def _affine_in(e: Expr, v: Sym, inside: set[Sym]) -> bool:
-    """``e`` is a control expression that is ``a * v + b`` with ``b`` invariant in the loop
-    of ``v`` (so its extremes over the loop are at the ends), and computing it cannot fail."""
+def _invariant(e: Expr, syms: set[Sym] | frozenset[Sym]) -> bool:
+    """``e`` names none of ``syms`` (as a variable, or in a ``stride``)."""
+    return not any(isinstance(y, Read | StrideExpr) and y.sym in syms for y in walk_expr(e))
+
+
+def _coef(e: Expr, v: Sym) -> int | None:
+    """The coefficient of ``v`` in affine ``e`` when it is a known integer (else None)."""
+    match e:
+        case Read():
+            return 1 if e.sym is v else 0
+        case USub():
+            c = _coef(e.arg, v)
+            return None if c is None else -c
+        case BinOp() if e.op in ("+", "-"):
+            a, b = _coef(e.lhs, v), _coef(e.rhs, v)
+            if a is None or b is None:
+                return None
+            return a + b if e.op == "+" else a - b
+        case BinOp() if e.op == "*":
+            a, b = _coef(e.lhs, v), _coef(e.rhs, v)
+            if a == 0 and b == 0:
+                return 0
+            if a == 0 and b is not None and isinstance(e.lhs, Const):
+                return int(e.lhs.value) * b
+            if b == 0 and a is not None and isinstance(e.rhs, Const):
+                return int(e.rhs.value) * a
+            return None
+        case _:
+            # constants, strides, and divisions (only in invariant parts: _affine_in)
+            return 0 if _invariant(e, {v}) else None
+
+
+def _corners(
+    e: Expr, ranges: dict[Sym, tuple[str, str]]
+) -> tuple[list[dict[Sym, str]], list[dict[Sym, str]]]:
+    """Substitutions of the loop variables of affine ``e`` by their first or last value
+    that give ``e``'s least and its greatest values over the box of ``ranges``: one each
+    where the coefficients' signs are known, every corner of the unknown ones otherwise."""
+    low: list[dict[Sym, str]] = [{}]
+    high: list[dict[Sym, str]] = [{}]
+    for v, (first, last) in ranges.items():
+        if _invariant(e, {v}):
+            continue
+        c = _coef(e, v)
+        lo_pick = (
+            [first] if c is not None and c >= 0 else [last] if c is not None else [first, last]
+        )
+        hi_pick = (
+            [last] if c is not None and c >= 0 else [first] if c is not None else [first, last]
+        )
+        low = [{**sub, v: x} for sub in low for x in lo_pick]
+        high = [{**sub, v: x} for sub in high for x in hi_pick]
+    return low, high
+
+
+def _affine_in(e: Expr, vs: Sym | frozenset[Sym], inside: set[Sym]) -> bool:
+    """``e`` is a control expression affine in the loop variables ``vs``: a sum of terms
+    ``a * v`` with ``a`` invariant in the loops, plus an invariant part (so its extremes
+    over the loops' ranges are at the ends), and computing it cannot fail."""
+    vars_ = frozenset({vs}) if isinstance(vs, Sym) else vs
 
     def invariant(x: Expr) -> bool:
         return not any(
-            (isinstance(y, Read) and y.sym is v) or (isinstance(y, StrideExpr) and y.sym in inside)
+            (isinstance(y, Read) and y.sym in vars_)
+            or (isinstance(y, StrideExpr) and y.sym in inside)
             for y in walk_expr(x)
         )
 
@@ -723,6 +990,27 @@ def _affine_in(e: Expr, v: Sym, inside: set[Sym]) -> bool:
                 return False
 
     return ok(e)
+
+
+_LITERAL = re.compile(r"[0-9 ()+\-*/%<=>]+")
+
+
+def _literal(text: str) -> int | None:
+    """The value of integer expression or condition ``text`` when it is made of integer
+    literals only (computed as the generated code would: Python's ``//`` and ``%`` are the
+    control operations; a condition's value is 0 or 1), else None."""
+    if not _LITERAL.fullmatch(text) or "/" in text.replace("//", ""):
+        return None
+    try:
+        return int(eval(text, {"__builtins__": {}}))
+    except (ArithmeticError, SyntaxError):
+        return None
+
+
+def _holds(cond: str) -> bool | None:
+    """``_literal`` of a condition, as a bool."""
+    v = _literal(cond)
+    return None if v is None else bool(v)
 
 
 def _is_name(text: str) -> bool:

@@ -2,7 +2,8 @@
 
 A proc is compiled to the source of one Python function (``cursched.interp.compile``) whose
 locals are the proc's variables. Control values (sizes, indices, bools) are Python ints and
-bools. A buffer (tensor, window, data scalar) is a flat Python list of numbers plus an offset,
+bools. A buffer (tensor, window, data scalar) is a flat sequence of numbers (a memoryview of
+the caller's array, or a Python list: an allocation, an f16 array) plus an offset,
 a stride per dimension (in elements) and a size per dimension, each a local variable, so that
 element ``A[i, j]`` is ``A_d[A_o + i * A_s0 + j * A_s1]``; a window shares its base's list, so
 every write through a window lands in the base. A data scalar that is never passed to a call
@@ -197,6 +198,8 @@ class ExprCompiler:
         self.uses_config = False
         #: accesses whose checks the enclosing loop hoisted (by node identity)
         self.hoisted: dict[int, Hoisted] = {}
+        #: accesses (by node identity) that an enclosing loop nest proved in bounds on entry
+        self.unchecked: frozenset[int] = frozenset()
         self.inner_var: Sym | None = None
         self.types: dict[Sym, DataType | TensorType] = {}
         for a in pd.args:
@@ -328,6 +331,8 @@ class ExprCompiler:
         hoisted = self.hoisted.get(id(node))
         if hoisted is not None:
             return hoisted.base
+        if id(node) in self.unchecked:
+            return self.flat(buf, [self.ctrl(i) for i in idx])
         ix = []
         for i in idx:
             t = self.ctrl(i)
@@ -351,6 +356,8 @@ class ExprCompiler:
 
     @staticmethod
     def _scaled(t: str, s: str) -> str:
+        if t in ("0", "1"):
+            return s if t == "1" else "0"
         return t if s == "1" else f"{t} * {s}"
 
     def flat(self, buf: Buf, ix: list[str]) -> str:
@@ -502,6 +509,9 @@ class ExprCompiler:
         if e.name == "sqrt" and is_float:
             return f"_sqrt({xs[0]})", False
         self.uses_numpy = True
+        if e.name == "sigmoid" and dt.kind == "f" and dt.itemsize >= 4:
+            fn = self.const(_sigmoid(dt), e.name)
+            return f"{fn}({xs[0]})", True
         fn = self.const(_numpy_extern(spec.numpy, dt, len(xs)), e.name)
         return f"{fn}({', '.join(xs)})", True
 
@@ -564,6 +574,20 @@ def _window_raiser(text: str, where: str, dim: int) -> Callable[[Any, tuple[int,
     return fail
 
 
+def _sigmoid(dt: np.dtype[Any]) -> Callable[[float], float]:
+    """The table's ``sigmoid`` (``ones_like(x) / (ones_like(x) + exp(-x))``) on a float of
+    f32 or f64 ``dt``: the same numpy operations on numpy scalars of ``dt``, in the same
+    order, so the same bits, without building ``ones_like``'s array twice."""
+    conv = dt.type
+    one = conv(1)
+    exp = np.exp
+
+    def sigmoid(x: float) -> float:
+        return float(one / (one + exp(conv(-x))))
+
+    return sigmoid
+
+
 def _numpy_extern(fn: Callable[..., Any], dt: np.dtype[Any], nargs: int) -> Callable[..., Any]:
     """The table's numpy function on numpy scalars of ``dt``, its result as a Python number
     of ``dt`` (numpy may promote: exp of an int is a float)."""
@@ -573,6 +597,13 @@ def _numpy_extern(fn: Callable[..., Any], dt: np.dtype[Any], nargs: int) -> Call
     def call1(x: Any) -> Any:  # the common arity, without building argument tuples
         r = fn(conv(x))
         return back(r if type(r) is conv else conv(r))
+
+    def call1_f64(x: float) -> Any:  # numpy takes a Python float as an f64 as it is
+        r = fn(x)
+        return back(r if type(r) is conv else conv(r))
+
+    if nargs == 1 and dt == np.float64:
+        return call1_f64
 
     def call(*xs: Any) -> Any:
         r = fn(*(conv(x) for x in xs))

@@ -3,9 +3,11 @@
 It is the oracle of every test, so it follows ``docs/semantics.md`` to the letter and is built
 for speed: each ``ProcDef`` is compiled once into the source of a Python function over plain
 Python numbers (``cursched.interp.compile`` for statements, ``cursched.interp.exprs`` for
-expressions) and cached; running it binds and validates the arguments (a generated fast path
-for the common case, the general binding here otherwise), copies the arrays into lists (views
-of one array share one), checks the asserts, runs the body and writes the lists back.
+expressions) and cached; running it binds and validates the arguments (a generated function
+for the common case, ``CompiledProc.run``, the general binding here otherwise), passes the
+arrays as flat memoryviews of their own memory (views of one array share one; f16, which a
+memoryview cannot index, and odd layouts are copied into lists and written back), checks the
+asserts and runs the body.
 
 Example:
     >>> interpret(sgemm, 64, 64, 64, A, B, C)     # doctest: +SKIP
@@ -21,9 +23,9 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
-from cursched.interp.compile import CompiledProc, Compiler
+from cursched.interp.compile import MEMORYVIEW_FORMATS, CompiledProc, Compiler
 from cursched.interp.exprs import CTRL_OPS, reset_config_state
-from cursched.interp.values import fmt_expr, to_python
+from cursched.interp.values import fmt_expr, quiet_numpy, restore_numpy, to_python
 from cursched.ir.nodes import (
     BinOp,
     Const,
@@ -90,38 +92,27 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
         ArgumentError: an argument is missing, extra, or of the wrong kind, dtype or shape.
         InterpreterError: an assert fails or an access is out of bounds.
     """
-    pd = procdef_of(p)
-    cp = compiled(pd)
-    try:
-        fast = cp.fast_bind(*args, **kwargs)
-    except TypeError:  # an argument given twice: the general binding says so
-        fast = None
-    if fast is None:
-        values = bind_args(cp, args, kwargs)
-        flat, write_back = _flatten(cp, values)
-        pairs: tuple[tuple[Any, list[Any]], ...] = ()
-    else:
-        flat, pairs = fast
-        write_back = []
+    cp = _CACHE.get(id(p))
+    if cp is None or cp.pd is not p:  # not a ProcDef compiled before (or a Proc)
+        cp = compiled(procdef_of(p))
+    if cp.run(*args, **kwargs):
+        return
+    values = bind_args(cp, args, kwargs)
+    flat, write_back = _flatten(cp, values)
     cp.preds(*flat)
     if cp.uses_config:
         reset_config_state()
+    token = quiet_numpy() if cp.uses_numpy else None
     try:
-        if cp.uses_numpy:
-            # numpy externs report overflow and NaN as floating-point errors, which tests
-            # running with -W error would turn into exceptions; they are the defined
-            # semantics here, so they are silenced for the run, and only there
-            with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-                cp.body(*flat)
-        else:
-            cp.body(*flat)
+        cp.body(*flat)
     finally:
-        # the generated code works on Python lists: what it wrote goes back to the arrays,
-        # also when it stops with an error (the arrays then hold the writes made so far)
-        for view, data in pairs:
-            view[:] = data
+        # arrays the generated code could not work on in place were copied into lists:
+        # what it wrote goes back to them, also when it stops with an error (the arrays
+        # then hold the writes made so far, as the ones worked on in place do)
         for wb in write_back:
             wb()
+        if token is not None:
+            restore_numpy(token)
 
 
 # ----------------------------------------------------------------------------- arguments
@@ -275,20 +266,24 @@ def _flatten(cp: CompiledProc, values: list[Any]) -> tuple[list[Any], list[Calla
     """The flat parameters of the generated code for ``values``, and the write-backs to run
     after it (``cursched.interp.compile``: each buffer a list, an offset, strides, sizes).
 
-    Arrays are copied into Python lists. Arguments that are views of one numpy array share
-    one list (a copy of the part of the array they span), so that a write through one is
-    seen through the other, as in the compiled code.
+    Arrays are passed as flat memoryviews of their memory: arguments that are views of one
+    C-contiguous numpy array share one memoryview of that array (offsets and strides into
+    it), so that a write through one is seen through the other, as in the compiled code,
+    and the generated code's test that two buffers are not one object is a test that they
+    do not overlap. What a memoryview cannot index (f16) or lay out is copied into lists.
     """
     pd = cp.pd
     groups: dict[int, list[int]] = {}
     for i, v in enumerate(values):
         if isinstance(v, np.ndarray):
             groups.setdefault(id(_root(v)), []).append(i)
-    parts: dict[int, tuple[list[Any], int, tuple[int, ...]]] = {}
+    parts: dict[int, tuple[Any, int, tuple[int, ...]]] = {}
     write_back: list[Callable[[], None]] = []
     shared: list[list[int]] = []
     for members in groups.values():
         wrote = any(i in cp.written for i in members)
+        if _in_place(values, members, parts):
+            continue
         if len(members) == 1 and values[members[0]].flags.c_contiguous:
             v = values[members[0]]
             flat_view = v.reshape(-1)
@@ -325,10 +320,50 @@ def _flatten(cp: CompiledProc, values: list[Any]) -> tuple[list[Any], list[Calla
     return flat, write_back
 
 
+def _in_place(
+    values: list[Any], members: list[int], parts: dict[int, tuple[Any, int, tuple[int, ...]]]
+) -> bool:
+    """Lay out views of one array as offsets into one flat memoryview of the C-contiguous
+    array owning their memory; False if a memoryview cannot index them."""
+    first = values[members[0]]
+    single = len(members) == 1 and first.flags.c_contiguous
+    root = first if single else _root(first)
+    if not root.flags.c_contiguous:
+        return False
+    dt = root.dtype
+    if dt.char not in MEMORYVIEW_FORMATS or any(values[i].dtype != dt for i in members):
+        return False
+    size = dt.itemsize
+    if single:
+        parts[members[0]] = (_flat_view(root), 0, tuple(s // size for s in root.strides))
+        return True
+    base = _address(root)
+    layout: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for i in members:
+        v = values[i]
+        delta = _address(v) - base
+        if delta % size or any(s % size for s in v.strides):
+            return False
+        layout[i] = (delta // size, tuple(s // size for s in v.strides))
+    data = _flat_view(root)
+    for i, (off, strides) in layout.items():
+        parts[i] = (data, off, strides)
+    return True
+
+
+def _flat_view(v: np.ndarray[Any, Any]) -> memoryview[Any]:
+    """A one-dimensional memoryview of C-contiguous ``v``'s elements."""
+    m: memoryview[Any] = memoryview(v.data)
+    if m.ndim == 1:
+        return m
+    # an empty array is never indexed, and a memoryview of one cannot be cast
+    return m.cast("B").cast(v.dtype.char) if m.nbytes else memoryview(b"")
+
+
 def _span(
     values: list[Any],
     members: list[int],
-    parts: dict[int, tuple[list[Any], int, tuple[int, ...]]],
+    parts: dict[int, tuple[Any, int, tuple[int, ...]]],
     write_back: list[Callable[[], None]],
     wrote: bool,
 ) -> bool:

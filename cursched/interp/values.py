@@ -10,9 +10,12 @@ digits of an f32 or f16, so rounding twice is harmless). Integers wrap to their 
 
 from __future__ import annotations
 
+import importlib
 import math
 import struct
+import threading
 from array import array
+from contextvars import ContextVar, Token
 from typing import Any, assert_never
 
 import numpy as np
@@ -128,6 +131,20 @@ def round_f32(x: float) -> float:
     return _F32[0]
 
 
+_LOCAL = threading.local()
+
+
+def rounder() -> memoryview[float]:
+    """This thread's one-element f32 memoryview through which generated code rounds
+    (``_R[0] = x; y = _R[0]``: the two statements are adjacent, so code running in the same
+    thread between them, a callee, cannot disturb it; another thread has its own)."""
+    try:
+        r: memoryview[float] = _LOCAL.r
+    except AttributeError:
+        r = _LOCAL.r = memoryview(bytearray(4)).cast("f")
+    return r
+
+
 _PACK16 = struct.Struct("e").pack
 _UNPACK16 = struct.Struct("e").unpack
 
@@ -152,6 +169,48 @@ def float_to_int(x: float, dt: np.dtype[Any]) -> int:
 def sqrt_float(x: float) -> float:
     """IEEE ``sqrt`` of a float (NaN below zero; ``-0.0`` stays ``-0.0``)."""
     return math.sqrt(x) if x >= 0 else math.nan
+
+
+# ------------------------------------------------------------- numpy's error state
+
+
+def _error_state() -> tuple[ContextVar[Any] | None, Any]:
+    """numpy's context variable of floating-point error handling, and its value with every
+    error ignored (None when this numpy keeps the state elsewhere)."""
+    try:
+        cv = importlib.import_module("numpy._core._ufunc_config")._extobj_contextvar
+    except (ImportError, AttributeError):
+        return None, None
+    if not isinstance(cv, ContextVar):
+        return None, None
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        return cv, cv.get()
+
+
+_ERRSTATE, _IGNORE_ALL = _error_state()
+
+
+def quiet_numpy() -> Any:
+    """Ignore numpy's floating-point errors until ``restore_numpy(token)``.
+
+    What ``np.errstate(all="ignore")`` does on entry, at a tenth of its cost (it builds the
+    state anew on each entry; this one is built once): the interpreter enters it on each run
+    of a proc calling numpy externs.
+    """
+    if _ERRSTATE is None:
+        ctx = np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore")
+        ctx.__enter__()
+        return ctx
+    return _ERRSTATE.set(_IGNORE_ALL)
+
+
+def restore_numpy(token: Any) -> None:
+    """Undo ``quiet_numpy`` (``token`` is what it returned)."""
+    if isinstance(token, Token):
+        assert _ERRSTATE is not None
+        _ERRSTATE.reset(token)
+    else:
+        token.__exit__(None, None, None)
 
 
 # --------------------------------------------------------------------------------- text

@@ -306,6 +306,10 @@ class _Verifier:
 
     # -- data expressions ------------------------------------ control-expr, read-type, ...
     def data(self, e: Expr, path: Path) -> None:
+        if type(e) is Const and type(e.value) is float:  # the commonest: a float literal
+            t = e.type
+            if type(t) is DataType and t.is_float():
+                return
         match e:
             case Const():
                 self.const(e, path)
@@ -345,7 +349,23 @@ class _Verifier:
             self.fail("read-type", path, f"{e.sym!r}: {e.type} read, {want} declared")
 
     def indices(self, idx: tuple[Expr, ...], path: Path) -> None:
+        env, deps = self.env, self.deps
         for k, i in enumerate(idx):
+            # the two commonest indices, a loop variable and an integer literal, decided
+            # here as ``int_ctrl`` would pass them (anything else, and every failure, takes
+            # the general check, which builds the path for its message)
+            if type(i) is Read and not i.idx:
+                var = env.get(i.sym)
+                it = i.type
+                ok = isinstance(it, ControlType) and it.name != "bool"
+                if ok and var is not None and it == var.type:
+                    if deps is not None:
+                        deps[i.sym] = var
+                    continue
+            elif type(i) is Const and type(i.value) is int:
+                ct = i.type
+                if type(ct) is ControlType and ct.name != "bool":
+                    continue
             self.int_ctrl(i, (*path, ("idx", k)), "control-expr", "an index")
 
     def extern(self, e: Extern, path: Path) -> None:
@@ -623,21 +643,33 @@ def _check_extent(v: _Verifier, lo: Expr, hi: Expr, ext: Expr, path: Path) -> No
 # Procs that passed a verification, by id with the proc kept alive (versions share most of
 # their nodes, so an entry costs little): ``verify_step`` checks a new version against one of
 # these, and a call to one of them needs no second walk of the callee. Only a proc that
-# passed goes in, so membership is proof of validity; cleared when full.
+# passed goes in, so membership is proof of validity; when full, the least recently used
+# entry (asked or remembered) goes.
 _VALID: dict[int, ProcDef] = {}
 _VALID_LIMIT = 1 << 10
 
 
 def known_valid(p: ProcDef) -> bool:
     """Whether ``p`` (this very object) passed a verification in this process."""
-    return _VALID.get(id(p)) is p
+    i = id(p)
+    if _VALID.get(i) is not p:
+        return False
+    # least recently used goes first: a proc that many steps start from (the base of an
+    # autotuner's variants) stays known, where clearing the table when full made every
+    # later step from it walk the whole proc
+    del _VALID[i]
+    _VALID[i] = p
+    return True
 
 
 def remember_valid(p: ProcDef) -> None:
     """Record that ``p`` passed a verification (only a verifier may call this)."""
-    if len(_VALID) >= _VALID_LIMIT:
-        _VALID.clear()
-    _VALID[id(p)] = p
+    i = id(p)
+    if i in _VALID:  # the entry keeps its proc alive, so the id is this proc's
+        del _VALID[i]
+    elif len(_VALID) >= _VALID_LIMIT:
+        del _VALID[next(iter(_VALID))]  # the least recently used
+    _VALID[i] = p
 
 
 def _known_valid(p: ProcDef) -> bool:

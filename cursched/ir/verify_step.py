@@ -24,9 +24,12 @@ checks only what changed, with the context it needs, and reaches the verdict the
   left the bindings as ``old``'s middle did (the same symbols, bound to the same things);
   otherwise they are checked again.
 
-Parameters that changed (a memory, a type) give other bindings everywhere: then the whole proc
-is walked (with the memo). ``CURSCHED_VERIFY=full`` runs ``verify_proc(new, memo=False)``
-instead, which reuses nothing; the soundness fuzzer runs both and compares them.
+The parameters and asserts of ``new``, when they are the very objects of ``old``'s, are not
+checked again (their bindings enter the scope), nor the header of a paired loop whose bounds
+are the same objects (mode and axis equal). Parameters that changed (a memory, a type) give
+other bindings everywhere: then the whole proc is walked (with the memo).
+``CURSCHED_VERIFY=full`` runs ``verify_proc(new, memo=False)`` instead, which reuses nothing;
+the soundness fuzzer runs both and compares them.
 """
 
 from __future__ import annotations
@@ -66,11 +69,18 @@ class _StepVerifier(_Verifier):
         ):
             self.proc()
             return
-        bound: list[Sym] = []
-        for k, a in enumerate(p.args):
-            self.fnarg(a, (("args", k),), bound)
-        for k, pred in enumerate(p.preds):
-            self.bool_ctrl(pred, (("preds", k),), "an assert")
+        if all(map(is_, p.args, old.args)):
+            # the very parameters of the valid ``old``: they hold, only their bindings enter
+            for a in p.args:
+                self.env[a.sym] = _Var(a.type, "param", a.mem)
+        else:
+            bound: list[Sym] = []
+            for k, a in enumerate(p.args):
+                self.fnarg(a, (("args", k),), bound)
+        # an assert depends only on the parameters, equal here: the same objects held in old
+        if len(p.preds) != len(old.preds) or not all(map(is_, p.preds, old.preds)):
+            for k, pred in enumerate(p.preds):
+                self.bool_ctrl(pred, (("preds", k),), "an assert")
         self.block_since(p.body, old.body, (), "body")
         self.verified.add(id(p))
 
@@ -170,7 +180,10 @@ class _StepVerifier(_Verifier):
             self.take(s, bound)
             return True
         if isinstance(s, For) and isinstance(o, For) and s.iter is o.iter:
-            self.loop_header(s, path)
+            # the header depends on its fields, the bindings and the CUDA depth (equal here)
+            same_header = s.lo is o.lo and s.hi is o.hi and s.mode == o.mode
+            if not (same_header and s.axis == o.axis):
+                self.loop_header(s, path)
             self.bind(s.iter, LOOP_VAR, path, [])
             self.block_since(s.body, o.body, path, "body")
             del self.env[s.iter]

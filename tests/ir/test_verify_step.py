@@ -165,3 +165,16 @@ def test_the_fuzzers_comparison_catches_an_injected_blind_spot(
     assert verify_both(broken, old)[1] is None  # the incremental walk misses it now
     with pytest.raises(AssertionError, match="verification modes disagree: full says"):
         check_agree(old, broken)
+
+
+def test_a_proc_asked_for_stays_known_valid_past_the_table_limit() -> None:
+    """The table of valid procs drops its least recently used entry when full (it was
+    cleared): a base that every step starts from stays known, so the steps from it stay
+    incremental, while a proc not asked for since goes."""
+    base, old = _valid(), _valid()
+    assert known_valid(base) and known_valid(old)
+    for k in range(verify_mod._VALID_LIMIT + 10):
+        verify_proc(base.replace(name=f"v{k}"))
+        assert known_valid(base)
+    assert not known_valid(old)
+    assert len(verify_mod._VALID) == verify_mod._VALID_LIMIT

@@ -1,12 +1,18 @@
-"""``loop_common.fresh_copy``: a copy sharing no node, its symbols made in binding order."""
+"""``loop_common.fresh_copy``: a copy sharing no node, its symbols made in binding order;
+``unroll_copies``: the copies of an unrolled body, sharing what does not read the variable."""
 
 from __future__ import annotations
 
-from cursched import DRAM, proc
+from cursched import DRAM, cut_loop, proc, unroll_loop
+from cursched.cursors import Tombstone
+from cursched.cursors.edits import find_survivors
+from cursched.cursors.forwarding import Survivors
 from cursched.cursors.tree import walk
-from cursched.ir.nodes import Alloc, For, Stmt
+from cursched.ir.nodes import Alloc, Const, For, Stmt
+from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
-from cursched.primitives.loops.loop_common import fresh_copy
+from cursched.ir.types import INT
+from cursched.primitives.loops.loop_common import fresh_copy, unroll_copies
 
 
 @proc
@@ -42,3 +48,53 @@ def test_copies_symbols_in_binding_order_and_shares_no_node() -> None:
     assert [s.id for s in new] == sorted(s.id for s in new)
     old_nodes = {id(x) for s in body for _, x in walk(s)}
     assert not any(id(x) in old_nodes for s in copy for _, x in walk(s))
+
+
+@proc
+def shared(n: size, x: f32[n, 8] @ DRAM, y: f32[8, n] @ DRAM):
+    for i in seq(0, n):
+        for j in seq(0, 4):
+            t: f32[8] @ DRAM
+            for k in seq(0, 2):
+                t[k] = y[k, i] * 2.0
+            x[i, j] = t[j] + y[j, i]
+
+
+def test_unroll_copies_share_what_does_not_read_the_variable() -> None:
+    """``unroll_copies`` prints as one ``fresh_copy`` per iteration does; its copies share
+    the body's expressions that read neither the loop variable nor a symbol bound in the
+    body (``i``, ``2.0``, the inner loop's bounds), copy all the others, and every statement is new."""
+    (loop,) = [x for _, x in walk(shared.ir()) if isinstance(x, For) and x.iter.name == "j"]
+    copies = unroll_copies(loop.body, loop.iter, range(4))
+    plain = [fresh_copy(loop.body, {loop.iter: Const(k, INT)}) for k in range(4)]
+    for a, b in zip(copies, plain, strict=True):
+        assert [print_stmt(s) for s in a] == [print_stmt(s) for s in b]
+    old = {id(x): x for s in loop.body for _, x in walk(s)}
+    new = [x for c in copies for s in c for _, x in walk(s)]
+    kept = [x for x in new if id(x) in old]
+    assert kept and all(not isinstance(x, Stmt) for x in kept)
+    text = {print_expr(x) for x in kept}
+    assert text == {"i", "2.0", "0", "2"}, text  # the inner loop's bounds are shared too
+    # what lets unroll_loop skip the editor's search for survivors (``kill_all``): it finds
+    # none, the shared nodes occurring once per copy
+    flat = [s for c in copies for s in c]
+    assert find_survivors((loop,), flat) == Survivors({}, {})
+    assert find_survivors((loop,), list(plain[0])) == Survivors({}, {})
+    # in each copy, the reads of the buffer bound in the body are new, of its own copy
+    bufs = [s.sym for c in copies for s in c if isinstance(s, Alloc)]
+    assert len(set(bufs)) == 4 and loop.body[0].sym not in bufs  # type: ignore[union-attr]
+
+
+def test_unroll_kills_cursors_to_shared_expressions() -> None:
+    """A shared expression occurs once per copy, so forwarding kills a cursor to it as it
+    kills one to a copied node; a loop of one iteration is copied sharing nothing."""
+    two = shared.find("y[k, i] * 2.0")
+    p, res = unroll_loop(shared, "j")
+    assert len(res.copies) == 4
+    t = p.forward(two.rhs())
+    assert isinstance(t, Tombstone) and t.killer == "unroll_loop"
+    one = cut_loop(shared, "j", 1)[0]
+    q, _ = unroll_loop(one, one.find_loop("j"))
+    old = {id(x) for _, x in walk(one.ir())}
+    body = q.find_loop("i").body()
+    assert not any(id(x) in old for s in body.stmts()[:3] for _, x in walk(s))

@@ -288,3 +288,111 @@ def safety(cls: type[SchedulingError], primitive: str, e: SafetyError, where: Cu
     err = fail(cls, primitive, e.message.removeprefix(f"{primitive}: "), where)
     err.counterexample = e.counterexample  # type: ignore[attr-defined]
     return err
+
+
+def _mentions(keys: frozenset[Sym], memo: dict[int, tuple[Any, bool]]) -> Callable[[Any], bool]:
+    """Whether an expression reads one of ``keys`` or has a tensor type (whose shape may;
+    such nodes are always copied), memoised by node (bottom-up, each node once)."""
+
+    def go(x: Any) -> bool:
+        hit = memo.get(id(x))
+        if hit is not None and hit[0] is x:
+            return hit[1]
+        sym = getattr(x, "sym", None)
+        out = (sym is not None and sym in keys) or isinstance(getattr(x, "type", None), TensorType)
+        for attr, many in _CHILDREN[type(x)]:
+            v = getattr(x, attr)
+            # no short cut: every child gets its entry, asked again by the copies
+            hits = [go(c) for c in v] if many else [go(v)]
+            out = out or any(hits)
+        memo[id(x)] = (x, out)  # the node kept alive: a dead node's id may be reused
+        return out
+
+    return go
+
+
+def unroll_copies(
+    body: Sequence[Stmt], var: Sym, values: Sequence[int], ranges: Ranges | None = None
+) -> list[tuple[Stmt, ...]]:
+    """One copy of ``body`` per value of ``var`` (``var`` replaced by the value, integer
+    affine expressions that read it simplified, each symbol bound inside renamed to a fresh
+    one per copy), as ``fresh_copy(body, {var: value}, ranges)`` makes it, except that the
+    expressions reading neither ``var`` nor a symbol bound in ``body`` are shared with
+    ``body`` instead of copied (every statement is still a new object).
+
+    Only for two copies or more: a node shared by the copies occurs more than once in the
+    new region, so the editor's identity forwarding kills it as it kills a copied one (a
+    single copy would let a shared expression forward to it).
+    """
+    assert len(values) >= 2, "a single copy would forward the shared expressions"
+    bound: set[Sym] = set()
+    for s in body:
+        bound |= defined_syms(s)
+    order = sorted(bound, key=lambda x: x.id)  # binding order, as fresh_copy makes them
+    mentions = _mentions(frozenset((*bound, var)), {})
+    rng: Ranges = ranges or {}
+    out: list[tuple[Stmt, ...]] = []
+    for value in values:
+        env: dict[Sym, Sym] = {x: x.copy() for x in order}
+        subst: dict[Sym, Expr] = {var: Const(value, INT)}
+
+        def copy(x: Any, env: dict[Sym, Sym] = env) -> Any:
+            if not mentions(x):
+                return x
+            return _rebuild(x, copy, env)
+
+        def fe(x: Any, env: dict[Sym, Sym] = env, subst: dict[Sym, Expr] = subst) -> Any:
+            if not mentions(x):
+                return x
+            if type(x) is Read and x.sym is var:  # what the substitution and simplify make
+                return subst[var]
+            if _is_int(x) and af.to_aff(x) is not None:
+                # as subst_expr_simplified: a maximal integer affine expression reading the
+                # variable is simplified, one that does not is copied as it is
+                if var in free_syms_expr(x):
+                    x = af.simplify_expr(subst_expr(x, subst), rng)
+                return copy(x)
+            return _rebuild(x, fe, env)
+
+        out.append(tuple(_new_stmt(s, fe, env) for s in body))
+    return out
+
+
+def _rebuild(x: Any, f: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Any:
+    """A new ``x`` with ``f`` applied to its children (and to a tensor type's shape), its
+    symbol renamed by ``env``."""
+    cls = type(x)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(fld.name for fld in dataclasses.fields(x) if fld.init)
+    kw = {n: getattr(x, n) for n in names}
+    for attr, many in _CHILDREN[cls]:
+        kw[attr] = tuple(f(c) for c in kw[attr]) if many else f(kw[attr])
+    t = kw.get("type")
+    if isinstance(t, TensorType):
+        kw["type"] = map_type(t, f)
+    sym = kw.get("sym")
+    if sym is not None and sym in env:
+        kw["sym"] = env[sym]
+    return cls(**kw)
+
+
+def _new_stmt(s: Stmt, fe: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Stmt:
+    """``s`` rebuilt as a new object, its expressions through ``fe``, its bound symbols
+    renamed by ``env``."""
+
+    def fs(x: Stmt) -> Stmt:
+        if type(x) is Assign or type(x) is Reduce:  # the bulk: no type, no block
+            new: Stmt = _rebuild(x, fe, env)
+            return new
+        out = map_stmt_children(x, fs, fe)
+        match out:
+            case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
+                out = out.replace(sym=env[out.sym])
+            case For() if out.iter in env:
+                out = out.replace(iter=env[out.iter])
+            case _:
+                pass
+        return _force_new(out) if out is x else out
+
+    return fs(s)

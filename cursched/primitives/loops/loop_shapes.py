@@ -42,6 +42,7 @@ from cursched.primitives.loops.loop_common import (
     safety,
     same_pairs,
     subst_simplify,
+    unroll_copies,
 )
 from cursched.primitives.loops.loop_wrap import fresh
 from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
@@ -130,14 +131,23 @@ def unroll_loop(proc: Proc, loop: ForCursor) -> Rewrite[UnrollLoopCursors]:
     if not lo.is_const() or not hi.is_const():
         msg = "the loop bounds are not constants; cut or split the loop first"
         raise fail(UnrollNotConstantError, name, msg, loop)
-    copies = [fresh(L.body, {L.iter: int_const(k)}, ranges) for k in range(lo.const, hi.const)]
+    values = range(lo.const, hi.const)
+    # two copies or more share the expressions that do not read the loop variable (see
+    # ``unroll_copies``); a single one is a copy sharing nothing, so that nothing forwards
+    copies = (
+        unroll_copies(L.body, L.iter, values, ranges)
+        if len(values) >= 2
+        else [fresh(L.body, {L.iter: int_const(k)}, ranges) for k in values]
+    )
     new: list[Stmt] = [s for c in copies for s in c]
     block = loop.as_block().block()
     if not new and len(stmt_list(ir, block.parent, block.attr)) == 1:
         new = [Pass()]
     checks_passed()
     ed = Editor(ir)
-    out = ed.replace(block, new, hint="unrolled; use .copies[k]")
+    # no old node lives on: the copies' nodes are new or shared by two copies or more, and
+    # their loops have fresh variables (``unroll_copies``, ``fresh``)
+    out = ed.replace(block, new, hint="unrolled; use .copies[k]", kill_all=True)
     n = len(L.body)
     locs = tuple(
         BlockLoc(out.parent, out.attr, out.lo + k * n, out.lo + (k + 1) * n)
