@@ -6,13 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cursched import DRAM, cut_loop, join_loops, proc, shift_loop
+from cursched import DRAM, bind_loop, cut_loop, join_loops, proc, scope, shift_loop
 from cursched.cursors import ForCursor, Tombstone
 from cursched.ir.nodes import BinOp, Const, Read
 from cursched.ir.types import INT
 from cursched.primitives.loops.loop_common import BadIndexExpressionError
 from cursched.primitives.loops.loop_ranges import (
     CutOutOfRangeError,
+    JoinAxisError,
     JoinBodiesDifferError,
     JoinNotAdjacentError,
     JoinNotContiguousError,
@@ -191,6 +192,32 @@ def test_join_not_contiguous_has_counterexample() -> None:
 def test_join_par_loops_must_stay_race_free() -> None:
     with pytest.raises(JoinParallelError, match="carries a dependence"):
         join_loops(par_pieces, par_pieces.find_loop("i"), par_pieces.find_loop("j"))
+
+
+@proc
+def thread_rows(n: size, x: f32[n + 1] @ DRAM, z: f32[4, n] @ DRAM):
+    for b in seq(0, n):
+        for t in seq(0, 4):
+            z[t, b] = x[b] * 0.5
+
+
+def test_join_bound_loops_need_the_same_axis() -> None:
+    """Campaign finding (seed 2026, schedule 10217): a thread loop cut at 0, its first
+    (empty) piece bound to threadIdx.y and joined with the unbound second piece, became a
+    bound seq loop, and verify_proc refused join_loops' own result."""
+    k, _ = scope(thread_rows, thread_rows.body(), "k", target="cuda")
+    k, c = cut_loop(k, k.find_loop("t"), 2)
+    one, _ = bind_loop(k, c.first, "threadIdx.y")
+    first, second = one.find_loop("t #0"), one.find_loop("t #1")
+    with pytest.raises(JoinAxisError, match=r"threadIdx\.y and no axis"):
+        join_loops(one, first, second)
+    other, _ = bind_loop(one, second, "threadIdx.x")
+    with pytest.raises(JoinAxisError, match=r"threadIdx\.y and threadIdx\.x"):
+        join_loops(other, other.find_loop("t #0"), other.find_loop("t #1"))
+    both, _ = bind_loop(one, second, "threadIdx.y")
+    joined, j = join_loops(both, both.find_loop("t #0"), both.find_loop("t #1"))
+    assert j.loop.node().axis == "threadIdx.y" and j.loop.node().mode == "par"
+    assert_equivalent(thread_rows, joined, trials=3)
 
 
 def test_cut_then_shift_compiles() -> None:

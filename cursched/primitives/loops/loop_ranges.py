@@ -201,6 +201,21 @@ class JoinParallelError(RaceError):
     """join_loops, precondition 4: two ``par`` loops would join into a racy ``par`` loop."""
 
 
+class JoinAxisError(ShapeMismatchError):
+    """join_loops, precondition 5: the loops are bound to different CUDA axes, or one is
+    bound and the other not (the joined loop would be one bound ``seq`` loop, or the second
+    range would silently move to another axis)."""
+
+
+def _check_join_axes(a: For, b: For, first: ForCursor) -> None:
+    """Precondition 5 (campaign finding, seed 2026 schedule 10217: a loop bound to
+    ``threadIdx.y`` joined with a ``seq`` one became a ``seq`` loop still bound, which
+    ``verify_proc`` rejects; the same rule as ``fuse``'s ``FuseAxisError``)."""
+    if a.axis != b.axis:
+        msg = f"the loops are bound to {a.axis or 'no axis'} and {b.axis or 'no axis'}"
+        raise fail(JoinAxisError, "join_loops", msg, first)
+
+
 @prim_cursors
 class JoinLoopsCursors(PrimCursors):
     """What ``join_loops`` returns.
@@ -240,6 +255,7 @@ def join_loops(proc: Proc, first: ForCursor, second: ForCursor) -> Rewrite[JoinL
            (``JoinNotContiguousError``, with a counterexample).
         4. two ``par`` loops join into a race-free ``par`` loop (``JoinParallelError``); a
            ``seq`` and a ``par`` loop join into a ``seq`` loop.
+        5. both loops bound to the same CUDA axis, or neither bound (``JoinAxisError``).
 
     Forwards/Kills:
         ``first`` forwards to ``loop`` (with its body); ``second`` dies (hint: "joined into
@@ -262,6 +278,7 @@ def join_loops(proc: Proc, first: ForCursor, second: ForCursor) -> Rewrite[JoinL
     a, b = first.loop(), second.loop()
     if not _bodies_equal(ir, a, b):
         raise fail(JoinBodiesDifferError, name, "the two loop bodies differ", second)
+    _check_join_axes(a, b, first)
     try:
         check_expr_equal(ir, p1, a.hi, b.lo, primitive=name)
         check_le(ir, p1, a.lo, a.hi, primitive=name)
