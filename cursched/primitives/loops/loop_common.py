@@ -180,21 +180,7 @@ def _fresh_expr(
         return copy(x, go)
 
     def copy(x: Any, sub: Callable[[Any], Any] | None = None) -> Any:
-        f = sub or copy
-        cls = type(x)
-        names = _FIELDS.get(cls)
-        if names is None:
-            names = _FIELDS[cls] = tuple(fld.name for fld in dataclasses.fields(x) if fld.init)
-        kw = {n: getattr(x, n) for n in names}
-        for attr, many in _CHILDREN[cls]:
-            kw[attr] = tuple(f(c) for c in kw[attr]) if many else f(kw[attr])
-        t = kw.get("type")
-        if isinstance(t, TensorType):
-            kw["type"] = map_type(t, f)
-        sym = kw.get("sym")
-        if sym is not None and sym in env:
-            kw["sym"] = env[sym]
-        return cls(**kw)
+        return _rebuild(x, sub or copy, env)
 
     out: Expr = go(e) if keys else copy(e)
     return out
