@@ -149,3 +149,63 @@ def strided(x: f32[8], y: f32[16]):
 def test_precondition_errors(p, error) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(error):
         tree_scan(p, "i")
+
+
+# The campaign's schedule 54789 (seed 2026): a scan nested in an outer loop whose outputs
+# feed back into its operands, through products and differences, until the f32 values
+# reach 1e5-1e6 and are cancelled. There the f32 results of the sequential and the tree
+# forms differed by 15% (-58.9 vs -50.4), while each is already 9% off its own f64 value and
+# the two f64 results agree: rounding of the regrouped sums, amplified by the proc's
+# conditioning, not an unsound rewrite. These pin both halves of that diagnosis.
+@proc
+def nested_feedback(n: size, x: f64[n + 8], y: f64[n + 8], z: f64[n + 8]):
+    assert n >= 3
+    for j in seq(0, n):
+        acc: f64
+        acc = 0.0
+        for i in seq(0, 8):
+            acc += y[i]
+            x[i] = acc
+        y[0] = x[3] * z[j] - x[7]
+        y[j % 8] = x[j % 8] - x[(j + 5) % 8] * y[1]
+
+
+def test_nested_scan_with_feedback_is_exact_in_f64() -> None:
+    """The finding's shape (scan in an outer loop, its outputs fed back into its operands)
+    is equivalent at f64's default tolerance: the rewrite is exact in real arithmetic."""
+    q, _ = tree_scan(nested_feedback, "i")
+    assert_equivalent(nested_feedback, q, trials=4)
+
+
+@proc
+def cancel4(x: f32[4], y: f32[4]):
+    s: f32
+    s = 0.0
+    for i in seq(0, 4):
+        s += x[i]
+        y[i] = s
+
+
+@proc
+def cancel4_f64(x: f64[4], y: f64[4]):
+    s: f64
+    s = 0.0
+    for i in seq(0, 4):
+        s += x[i]
+        y[i] = s
+
+
+@pytest.mark.parametrize(
+    ("p", "dt", "want"), [(cancel4, np.float32, (1.0, 0.0)), (cancel4_f64, np.float64, (2.0, 2.0))]
+)
+def test_f32_difference_is_rounding_of_the_regrouped_sum(p, dt, want) -> None:  # type: ignore[no-untyped-def]
+    """In f32, ``1 + 1e8 - 1e8 + 1`` is 1 sequentially but 0 in the tree form (it adds
+    ``-1e8 + 1``, which rounds to -1e8, to ``1 + 1e8``); in f64 both give the exact 2. A
+    tree scan's f32 results are equal only within a tolerance that the data's conditioning
+    sets, as the docstring says."""
+    q, _ = tree_scan(p, "i")
+    x = np.array([1.0, 1e8, -1e8, 1.0], dt)
+    ys, yt = np.zeros(4, dt), np.zeros(4, dt)
+    p.interpret(x, ys)
+    q.interpret(x, yt)
+    assert (ys[3], yt[3]) == want

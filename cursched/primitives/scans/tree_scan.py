@@ -120,7 +120,10 @@ def tree_scan(proc: Proc, loop: ForCursor) -> Rewrite[TreeScanCursors]:
     ``log2 N - 1`` down-sweep levels (each a loop of independent iterations, ready for
     ``parallelize_loop`` or thread binding), and ``h = y[N - 1 + c]``. It does ``2N`` combines
     in ``2 log2 N`` parallel steps instead of ``N`` sequential ones; sums are regrouped (state
-    a tolerance, as for any parallel reduction).
+    a tolerance, as for any parallel reduction). The rewrite is exact in real arithmetic, but
+    the rounding of the regrouped float sums is amplified by the proc around the scan: where
+    its values grow and then cancel, the f32 results can differ far beyond the default
+    tolerance while the f64 ones agree (compare in f64 then).
 
     Args:
         proc: the proc to rewrite.
