@@ -25,6 +25,7 @@ from cursched.frontend import parse_source
 from cursched.primitives.buffers.stage import (
     StageAccumError,
     StageAliasError,
+    StageEscapingWindowError,
     StageMemoryError,
     StageNameError,
     StageNeverRunsError,
@@ -475,3 +476,21 @@ def test_f5_a_block_that_runs_for_some_sizes_is_staged() -> None:
     assert c.load and c.store
     assert_equivalent(maybe_empty, p, trials=4)
     check_bounds(parse_source(str(p), {"DRAM": DRAM}))
+
+
+@proc
+def window_escapes(n: size, y: f32[n + 8] @ DRAM, z: f32[n + 8] @ DRAM):
+    for i in seq(0, n):
+        z[i] = y[i + 1]
+        w = y[i : i + 2]
+        w[0] += w[1]
+
+
+def test_stage_mem_refuses_a_window_of_the_block_used_after_it() -> None:
+    # the campaign's schedule 59942 (seed 2026): staged, `w` named the new buffer, so the
+    # reduction after the block went to it, after the store, and y never got it
+    with pytest.raises(StageEscapingWindowError, match="used after the block"):
+        stage_mem(window_escapes, "z[_] = _ ; w = _", "y[0:n + 8]", "t")
+    # with its uses inside the block the window is staged like any other access
+    p, _ = stage_mem(window_escapes, "z[_] = _ ; w = _ ; w[_] += _", "y[0:n + 8]", "t")
+    assert_equivalent(window_escapes, p)

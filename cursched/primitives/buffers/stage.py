@@ -33,6 +33,7 @@ from cursched.errors import (
     NotProvenError,
     OutOfBoundsError,
     RaceError,
+    ScopeError,
     ShapeMismatchError,
 )
 from cursched.ir.memory import DRAM, Memory
@@ -54,10 +55,11 @@ from cursched.ir.nodes import (
     StrideExpr,
     WAccess,
     WindowExpr,
+    WindowStmt,
 )
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import walk_exprs
+from cursched.ir.traversal import walk_exprs, walk_stmts
 from cursched.ir.types import BOOL, INDEX, DataType, TensorType
 from cursched.primitives.arguments import NewName, ParsedWindow, Window
 from cursched.primitives.buffers.buffer_common import (
@@ -129,6 +131,12 @@ class StagePartialWriteError(NotProvenError):
 class StageParallelError(RaceError):
     """stage_mem, precondition 11: inside a ``par`` loop, the stages would make iterations
     touch the same elements (each loads and stores its whole window)."""
+
+
+class StageEscapingWindowError(ScopeError):
+    """stage_mem, precondition 12: a window statement of the block (at its top level) names a
+    window of the buffer that statements after the block use: staged, it would name the new
+    buffer there, after the store, and those accesses would miss the buffer."""
 
 
 @prim_cursors
@@ -206,6 +214,10 @@ def stage_mem(
             a box).
         11. every enclosing ``par`` loop stays parallel with the stages added, proven by
             ``check_parallel`` (``StageParallelError``, with a counterexample).
+        12. no window of the buffer that a statement at the block's top level binds
+            (``w = A[...]``) is used after the block (``StageEscapingWindowError``): the
+            rewrite points it at the new buffer, so the uses after the store would read and
+            write the new buffer instead of ``A``.
 
     Forwards/Kills:
         ``block`` forwards to ``block``; its statements keep their identity. Rewritten accesses
@@ -232,6 +244,7 @@ def stage_mem(
     win = _Staged.of(cast(ParsedWindow, window), ctx)
     mem = _check_memory(memory, block)
     _check_direct_uses(stmts, ctx, win, block)
+    _check_no_escape(stmts, stmt_list(ir, loc.parent, loc.attr)[loc.hi :], win.buf, block)
     load, store, effects = _check_accesses(stmts, ctx, win.buf, accum, block)
     if not unsafe_skip_checks:
         _check_runs(ctx, block)
@@ -323,6 +336,30 @@ def _check_direct_uses(
                 f"the block reaches {buf.name} through `{_text(x)}`, which staging cannot rewrite",
                 block,
             )
+
+
+def _check_no_escape(
+    stmts: tuple[Stmt, ...], after: tuple[Stmt, ...], buf: Sym, block: BlockCursor
+) -> None:
+    """Precondition 12: no window of the buffer bound at the block's top level (directly or
+    as a window of such a window) is used by the statements after the block, where it would
+    outlive the stage (a window bound deeper is scoped inside the block)."""
+    bound: set[Sym] = set()
+    for s in stmts:
+        if isinstance(s, WindowStmt) and (s.rhs.sym is buf or s.rhs.sym in bound):
+            bound.add(s.sym)
+    if not bound:
+        return
+    writes = (s for s in walk_stmts(after) if isinstance(s, Assign | Reduce))
+    reads = (x for x in walk_exprs(after) if isinstance(x, Read | WindowExpr | StrideExpr))
+    for node in (*writes, *reads):
+        if node.sym in bound:
+            msg = (
+                f"the block binds the window {node.sym.name} of {buf.name}, which is used "
+                "after the block: staged, it would name the new buffer after the store; "
+                "stage a block that includes its uses"
+            )
+            raise fail(StageEscapingWindowError, NAME, msg, block)
 
 
 def _check_accesses(
@@ -559,6 +596,7 @@ def _text(e: Expr) -> str:
 __all__ = [
     "StageAccumError",
     "StageAliasError",
+    "StageEscapingWindowError",
     "StageMemCursors",
     "StageMemoryError",
     "StageNameError",
