@@ -19,6 +19,7 @@ from cursched.primitives.scans.split_scan import (
     SplitScanOutputError,
     SplitScanPrecisionError,
     SplitScanRunningReadError,
+    SplitScanTripCountError,
     SplitScanUpdateError,
 )
 from cursched.testing import assert_equivalent
@@ -329,3 +330,27 @@ def test_mixed_precisions_are_refused(base) -> None:  # type: ignore[no-untyped-
     if base is prefix_sum_16:
         with pytest.raises(SplitScanPrecisionError):
             tree_scan(p, "i")
+
+
+@proc
+def never_runs(n: size, x: f32[n], s: f32):
+    for i in seq(n, n):
+        s += x[i]
+
+
+@proc
+def may_run_backwards(n: size, m: size, x: f32[n], s: f32):
+    for i in seq(m, n):
+        s += x[i]
+
+
+@pytest.mark.parametrize(
+    ("p", "match"), [(never_runs, "never runs"), (may_run_backwards, "m <= n")]
+)
+def test_trip_count_must_be_a_valid_shape(p, match) -> None:  # type: ignore[no-untyped-def]
+    # the fuzz campaign's schedule 58470 (seed 2026): a loop seq(n, n) split into 0 chunks
+    # gave s_chunk: f32[0], which does not parse back; seq(m, n) with m > n allowed gave a
+    # negative shape the interpreter refused at run time. Both are typed refusals now.
+    for fixup in ("combine", "rescan"):
+        with pytest.raises(SplitScanTripCountError, match=match):
+            split_scan(p, "i", 5, fixup=fixup)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from cursched.analysis import affine as af
-from cursched.analysis.checks import NotDivisibleError, check_divides
+from cursched.analysis.checks import NotBoundedError, NotDivisibleError, check_divides, check_le
 from cursched.cursors import AllocCursor, Editor, ForCursor, NodeLoc, NoLoc
 from cursched.cursors.edits import Rewrite
 from cursched.errors import BadNameError
@@ -25,6 +25,7 @@ from cursched.primitives.loops.loop_common import (
     expr_of,
     int_const,
     rename_stmt,
+    safety,
     subst_simplify,
 )
 from cursched.primitives.registry import PrimCursors, fail, prim_cursors, primitive
@@ -40,6 +41,7 @@ from cursched.primitives.scans.split_scan_checks import (
     SplitScanOutputError,
     SplitScanPrecisionError,
     SplitScanRunningReadError,
+    SplitScanTripCountError,
     SplitScanUpdateError,
     analyse,
 )
@@ -56,6 +58,7 @@ __all__ = [
     "SplitScanOutputError",
     "SplitScanPrecisionError",
     "SplitScanRunningReadError",
+    "SplitScanTripCountError",
     "SplitScanUpdateError",
     "split_scan",
 ]
@@ -285,6 +288,20 @@ def _check_fixup(s: ScanShape, form: object, loop: ForCursor) -> None:
         raise fail(SplitScanFixupError, PRIMITIVE, msg, loop)
 
 
+def _check_trip_count(proc: Proc, loop: ForCursor, count: Expr) -> None:
+    """Precondition 11: the trip count is provably nonnegative and not a constant 0 or less."""
+    L = loop.loop()
+    # decided without the context: the chunk count is the new buffers' shape, which must be
+    # a valid type wherever the allocations stand (the printout's shapes are checked so)
+    if isinstance(count, Const) and count.value <= 0:
+        msg = f"the loop never runs (its trip count is constant, {count.value} chunks)"
+        raise fail(SplitScanTripCountError, PRIMITIVE, msg, loop)
+    try:
+        check_le(proc.ir(), loop.path(), L.lo, L.hi, primitive=PRIMITIVE)
+    except NotBoundedError as e:
+        raise safety(SplitScanTripCountError, PRIMITIVE, e, loop) from e
+
+
 @primitive
 def split_scan(
     proc: Proc,
@@ -350,6 +367,8 @@ def split_scan(
            writes inclusive values and no exclusive ones (``SplitScanFixupError``).
         10. the loop's data (running value, operands, outputs) has one precision
            (``SplitScanPrecisionError``).
+        11. the loop's trip count is provably nonnegative and not a constant 0 or less (the
+            chunk count is the chunk buffers' shape; ``SplitScanTripCountError``).
 
     Forwards/Kills:
         The loop forwards to ``local``; its body statements forward to their copies in
@@ -386,6 +405,7 @@ def split_scan(
     except NotDivisibleError:
         exact = False
     b = _Builder(shape, chunk, names, exact, fixup)
+    _check_trip_count(proc, loop, b.count)
     local, same = _local(b)
     allocs: list[Stmt] = [Alloc(b.tot, b.shape, DRAM)]
     if b.linear:

@@ -29,6 +29,7 @@ from cursched.cursors import ForCursor
 from cursched.errors import (
     BadArgumentError,
     DependenceError,
+    NotProvenError,
     ShapeMismatchError,
     TypeMismatchError,
 )
@@ -90,6 +91,13 @@ class SplitScanFixupError(BadArgumentError):
 class SplitScanPrecisionError(TypeMismatchError):
     """split_scan, precondition 10: the loop mixes data precisions (the running value, its
     operands and outputs must share one: the chunks' copies are typed by it)."""
+
+
+class SplitScanTripCountError(NotProvenError):
+    """split_scan, precondition 11: the loop's trip count ``hi - lo`` may be negative, or is a
+    constant 0 or less (the loop never runs): the chunk count is the shape of the chunks'
+    buffers, which must be valid (a negative one fails at run time, a constant 0 is no type).
+    """
 
 
 @dataclass(frozen=True)
