@@ -20,6 +20,7 @@ from cursched.codegen.c.unit import generate_unit
 from cursched.cursors import AssignCursor, ExprCursor, Tombstone
 from cursched.errors import TypeCheckError
 from cursched.frontend import parse_source
+from cursched.ir.alpha import alpha_equal
 from cursched.ir.config import ConfigField
 from cursched.ir.printer import print_proc
 from cursched.primitives.exprs.configs import (
@@ -268,6 +269,25 @@ def test_delete_not_write() -> None:
 def test_delete_live() -> None:
     with pytest.raises(DeleteConfigLiveError):
         delete_config(rewrites, "ConfigLoad.scale = _ #1")
+
+
+@proc
+def dead_in_loop(n: size, x: f32[n]):
+    for i in seq(0, n):
+        x[i] = 1.0
+    for r in seq(0, 4):  # noqa: B007
+        ConfigAct.relu = 0
+
+
+def test_delete_leaves_no_empty_body() -> None:
+    """Campaign finding (seed 2026, schedule 61265): deleting the only statement of a loop
+    body left ``body=()``, which prints as ``pass`` and parses back to a Pass, so the
+    printout no longer parsed back to the proc."""
+    p, _ = delete_config(dead_in_loop, "ConfigAct.relu = _")
+    assert p.find_loop("r").node().body != ()
+    again = parse_source(str(p), {"ConfigAct": ConfigAct})
+    assert alpha_equal(again, p.ir())
+    assert_equivalent(dead_in_loop, p, trials=2)
 
 
 def test_extract_subproc_keeps_config_fields_global() -> None:
