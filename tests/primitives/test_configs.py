@@ -11,7 +11,9 @@ from cursched import (
     bind_config,
     config,
     delete_config,
+    extract_subproc,
     fission,
+    inline_assign,
     proc,
     remove_loop,
     write_config,
@@ -23,6 +25,7 @@ from cursched.frontend import parse_source
 from cursched.ir.alpha import alpha_equal
 from cursched.ir.config import ConfigField
 from cursched.ir.printer import print_proc
+from cursched.primitives.exprs.binds import NotALocalBufferError
 from cursched.primitives.exprs.configs import (
     BindConfigPlaceError,
     BindConfigPrecisionError,
@@ -288,6 +291,15 @@ def test_delete_leaves_no_empty_body() -> None:
     again = parse_source(str(p), {"ConfigAct": ConfigAct})
     assert alpha_equal(again, p.ir())
     assert_equivalent(dead_in_loop, p, trials=2)
+
+
+def test_inline_assign_refuses_a_config_field() -> None:
+    """Campaign finding (seed 2026, schedules 16498 and 65020): after bind_config and
+    extract_subproc, the field's read sat in a callee; inline_assign deleted the write and
+    the callee read an unset field (NaN). A field is global state, not a local buffer."""
+    p, _ = extract_subproc(rewrites, rewrites.find_loop("i"), "sub")
+    with pytest.raises(NotALocalBufferError, match="not a buffer allocated"):
+        inline_assign(p, "ConfigLoad.scale = _ #1")
 
 
 def test_extract_subproc_keeps_config_fields_global() -> None:

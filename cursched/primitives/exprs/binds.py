@@ -32,6 +32,7 @@ from cursched.errors import (
     ShapeMismatchError,
     TypeMismatchError,
 )
+from cursched.ir.config import ConfigField
 from cursched.ir.memory import DRAM
 from cursched.ir.nodes import (
     Alloc,
@@ -300,7 +301,8 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
 
     Preconditions:
         1. ``assign`` is an assignment (``NotAnAssignError``).
-        2. ``x`` is a buffer allocated in the proc, not a parameter (``NotALocalBufferError``).
+        2. ``x`` is a buffer allocated in the proc, not a parameter or a configuration
+           field (global state, seen by callees and callers) (``NotALocalBufferError``).
         3. no other statement writes ``x`` (``WrittenElsewhereError``).
         4. every use of ``x`` is a read of the assigned element (indices proven equal) in a
            statement after the assignment in its block, as a data operand (not a call
@@ -329,7 +331,14 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
     x = node.sym
     decl = decl_type(ir, x)
     t = decl.elem if isinstance(decl, TensorType) and not decl.window else decl
-    local = not any(a.sym is x for a in ir.args) and isinstance(t, DataType)
+    # a configuration field is global state, not a local buffer: its write is seen by the
+    # procs called after it and by the caller after the proc returns (campaign seed 2026,
+    # schedules 16498 and 65020: the read had moved into an extracted subproc)
+    local = (
+        not any(a.sym is x for a in ir.args)
+        and not isinstance(x, ConfigField)
+        and isinstance(t, DataType)
+    )
     if not local:
         msg = f"{x.name} is not a buffer allocated in the proc"
         raise fail(NotALocalBufferError, prim, msg, assign)
