@@ -200,14 +200,7 @@ def _fresh_stmt(
         return _fresh_expr(x, env, subst, ranges)
 
     def fs(x: Stmt) -> Stmt:
-        out = map_stmt_children(x, fs, fe)
-        match out:
-            case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
-                out = out.replace(sym=env[out.sym])
-            case For() if out.iter in env:
-                out = out.replace(iter=env[out.iter])
-            case _:
-                pass
+        out = _rename_binder(map_stmt_children(x, fs, fe), env)
         return _force_new(out) if out is x else out
 
     return fs(s)
@@ -344,6 +337,18 @@ def unroll_copies(
     return out
 
 
+def _rename_binder(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
+    """``s`` with the symbol it binds (a written buffer, an allocation, a window, a loop
+    variable) renamed by ``env``."""
+    match s:
+        case Assign() | Reduce() | Alloc() | WindowStmt() if s.sym in env:
+            return s.replace(sym=env[s.sym])
+        case For() if s.iter in env:
+            return s.replace(iter=env[s.iter])
+        case _:
+            return s
+
+
 def _rebuild(x: Any, f: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Any:
     """A new ``x`` with ``f`` applied to its children (and to a tensor type's shape), its
     symbol renamed by ``env``."""
@@ -371,14 +376,7 @@ def _new_stmt(s: Stmt, fe: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Stmt
         if type(x) is Assign or type(x) is Reduce:  # the bulk: no type, no block
             new: Stmt = _rebuild(x, fe, env)
             return new
-        out = map_stmt_children(x, fs, fe)
-        match out:
-            case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
-                out = out.replace(sym=env[out.sym])
-            case For() if out.iter in env:
-                out = out.replace(iter=env[out.iter])
-            case _:
-                pass
+        out = _rename_binder(map_stmt_children(x, fs, fe), env)
         return _force_new(out) if out is x else out
 
     return fs(s)
