@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, assert_never
@@ -34,6 +33,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import AllocationError, InterpreterError
+from cursched.interp import nest_analysis as na
 from cursched.interp.exprs import Buf, ExprCompiler, Hoisted, reset_config_state, wrap_text
 from cursched.interp.values import (
     c_div,
@@ -52,9 +52,7 @@ from cursched.interp.values import (
 from cursched.ir.nodes import (
     Alloc,
     Assign,
-    BinOp,
     Call,
-    Const,
     Expr,
     FnArg,
     For,
@@ -65,8 +63,6 @@ from cursched.ir.nodes import (
     Reduce,
     Scope,
     Stmt,
-    StrideExpr,
-    USub,
     WindowExpr,
     WindowStmt,
 )
@@ -484,7 +480,7 @@ class Compiler(ExprCompiler):
             target = h.scalar
         else:
             off = self.offset(s, s.sym, s.idx, "write")
-            if not _is_name(off) and isinstance(s, Reduce):  # read and written: once
+            if not na.is_name(off) and isinstance(s, Reduce):  # read and written: once
                 o = self.tmp("o")
                 self.line(f"{o} = {off}")
                 off = o
@@ -528,18 +524,18 @@ class Compiler(ExprCompiler):
         dims: list[str] = []
         for k, e in enumerate(s.type.shape):
             t = self.ctrl(e)
-            if not _is_int_literal(t):
+            if not na.is_int_literal(t):
                 self.line(f"{n}_n{k} = {t}")
                 t = f"{n}_n{k}"
             dims.append(t)
-        if not all(_is_int_literal(d) and int(d) >= 0 for d in dims):
+        if not all(na.is_int_literal(d) and int(d) >= 0 for d in dims):
             fail = self.const(_neg_alloc_raiser(s.sym.name), "alloc")
             shape = f"({', '.join(dims)},)"
             self.line(f"if min({shape}) < 0: {fail}({shape})")
         strides = ["1"] * len(dims)
         for k in range(len(dims) - 2, -1, -1):
             prod = f"{dims[k + 1]} * {strides[k + 1]}"
-            if all(_is_int_literal(x) for x in (dims[k + 1], strides[k + 1])):
+            if all(na.is_int_literal(x) for x in (dims[k + 1], strides[k + 1])):
                 strides[k] = str(int(dims[k + 1]) * int(strides[k + 1]))
             else:
                 self.line(f"{n}_s{k} = {prod}")
@@ -549,7 +545,7 @@ class Compiler(ExprCompiler):
         fill = self.lit(_fill(dt))
         # the list is checked as the buffer it stands for (its itemsize, not a list's)
         what = repr(f"buffer {s.sym.name}")
-        known = _literal(size)
+        known = na.literal_value(size)
         if known is None or known * dt.itemsize > _SMALL_ALLOC:
             self.line(f"_check_alloc({size}, {dt.itemsize}, {what})")
         self.line(f"{n}_d = [{fill}] * ({size})")
@@ -562,7 +558,7 @@ class Compiler(ExprCompiler):
     def _stmt_for(self, s: For) -> None:
         """A loop; a nest whose accesses are affine in its loop variables is versioned on
         entry (see ``_nest_conditions``), an innermost loop on its own (``_emit_for``)."""
-        plan = None if self.in_nest or _innermost(s.body) else self._nest_conditions(s)
+        plan = None if self.in_nest or na.innermost(s.body) else self._nest_conditions(s)
         if plan is None:
             self._emit_for(s)
             return
@@ -601,7 +597,7 @@ class Compiler(ExprCompiler):
         inside = defined | nest
         for lp in loops:
             for e in (lp.lo, lp.hi):
-                if not _affine_in(e, frozenset(), inside) or not _invariant(e, inside):
+                if not na.affine_in(e, frozenset(), inside) or not na.invariant(e, inside):
                     return None
         ranges = {lp.iter: (self.ctrl(lp.lo), f"({self.ctrl(lp.hi)} - 1)") for lp in loops}
         conds: dict[str, None] = {}
@@ -610,36 +606,36 @@ class Compiler(ExprCompiler):
             b = self.bufs.get(sym)
             if sym in inside or b is None or b.local:
                 continue
-            if not all(_affine_in(e, nest, defined) for e in idx):
+            if not all(na.affine_in(e, nest, defined) for e in idx):
                 continue
             ids.add(id(node))
             for e, n in zip(idx, b.dims, strict=True):
-                low, high = _corners(e, ranges)
+                low, high = na.corners(e, ranges)
                 for sub in low:
                     t = self.ctrl(e, sub)
-                    if not (_is_int_literal(t) and int(t) >= 0):
+                    if not (na.is_int_literal(t) and int(t) >= 0):
                         conds[f"0 <= {t}"] = None
                 for sub in high:
                     conds[f"{self.ctrl(e, sub)} < {n}"] = None
-        if not ids or any(_holds(c) is False for c in conds):
+        if not ids or any(na.holds(c) is False for c in conds):
             return None
-        return [c for c in conds if not _holds(c)] or ["True"], frozenset(ids)
+        return [c for c in conds if not na.holds(c)] or ["True"], frozenset(ids)
 
     def _emit_for(self, s: For) -> None:
         # lo and hi are evaluated once, on entry; par loops run like seq loops
         lo, hi = self.ctrl(s.lo), self.ctrl(s.hi)
-        if not _is_name(lo):
+        if not na.is_name(lo):
             t = self.tmp("lo")
             self.line(f"{t} = {lo}")
             lo = t
-        if not _is_name(hi):
+        if not na.is_name(hi):
             t = self.tmp("hi")
             self.line(f"{t} = {hi}")
             hi = t
         v = self.name(s.iter)
         head = f"for {v} in range({lo}, {hi}):"
-        short = _is_int_literal(lo) and _is_int_literal(hi) and int(hi) - int(lo) <= _SHORT
-        hoist = self._hoistable(s) if _innermost(s.body) and not self.checked_copy else []
+        short = na.is_int_literal(lo) and na.is_int_literal(hi) and int(hi) - int(lo) <= _SHORT
+        hoist = self._hoistable(s) if na.innermost(s.body) and not self.checked_copy else []
         if short:
             # a short loop does not repay checks on entry, only offsets computed there
             hoist = [h for h in hoist if id(h[0]) in self.unchecked]
@@ -651,13 +647,13 @@ class Compiler(ExprCompiler):
         conds, bases, walks, hoisted = self._plan_offsets(s, hoist, lo, hi)
         scalars, distinct = self._scalar_replace(s, hoisted, set(bases.values()))
         # a short loop does not repay the checks on entry: it runs checked
-        if any(_holds(c) is False for c in conds):
+        if any(na.holds(c) is False for c in conds):
             # an access fails at an end of the loop whatever the arguments: only checked
             self.inner_var = None
             self.line(head)
             self.nested(s.body)
             return
-        conds = {c: None for c in conds if not _holds(c)}
+        conds = {c: None for c in conds if not na.holds(c)}
         tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
         tests += distinct
         if tests:
@@ -700,7 +696,7 @@ class Compiler(ExprCompiler):
                         conds[f"0 <= {a} < {n}"] = None
                         conds[f"0 <= {b} < {n}"] = None
                     start.append(self._scaled(a, st))
-                    c = _coef(e, s.iter)
+                    c = na.coef(e, s.iter)
                     if c is None:
                         step.append(self._scaled(f"({self.ctrl(e, second)} - {a})", st))
                     elif c:
@@ -715,7 +711,7 @@ class Compiler(ExprCompiler):
                 # computed on entry
                 key = (text, " + ".join(step))
                 if key not in walks:
-                    dw = key[1] if _is_name(key[1]) else self.tmp("dw")
+                    dw = key[1] if na.is_name(key[1]) else self.tmp("dw")
                     w = "0" if text == "0" and lo == "0" else self.tmp("w")
                     walks[key] = (w, dw)
                 w, dw = walks[key]
@@ -723,7 +719,7 @@ class Compiler(ExprCompiler):
                 hoisted[id(node)] = Hoisted(moved if w == "0" else f"{w} + {moved}")
                 continue
             if text not in bases:
-                bases[text] = text if _is_name(text) else self.tmp("b")
+                bases[text] = text if na.is_name(text) else self.tmp("b")
             hoisted[id(node)] = Hoisted(bases[text])
         return conds, bases, walks, hoisted
 
@@ -780,7 +776,7 @@ class Compiler(ExprCompiler):
             if sym not in inside
             and sym in self.bufs
             and not self.bufs[sym].local
-            and all(_affine_in(e, s.iter, inside) for e in idx)
+            and all(na.affine_in(e, s.iter, inside) for e in idx)
         ]
 
     def _accesses(self, body: tuple[Stmt, ...]) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
@@ -888,137 +884,6 @@ class Compiler(ExprCompiler):
                 return [box, "0"]
             case _:
                 assert_never(t)
-
-
-# ------------------------------------------------------------------------------ analyses
-
-
-def _innermost(body: tuple[Stmt, ...]) -> bool:
-    return not any(isinstance(s, For) for s in walk_stmts(body))
-
-
-def _invariant(e: Expr, syms: set[Sym] | frozenset[Sym]) -> bool:
-    """``e`` names none of ``syms`` (as a variable, or in a ``stride``)."""
-    return not any(isinstance(y, Read | StrideExpr) and y.sym in syms for y in walk_expr(e))
-
-
-def _coef(e: Expr, v: Sym) -> int | None:
-    """The coefficient of ``v`` in affine ``e`` when it is a known integer (else None)."""
-    match e:
-        case Read():
-            return 1 if e.sym is v else 0
-        case USub():
-            c = _coef(e.arg, v)
-            return None if c is None else -c
-        case BinOp() if e.op in ("+", "-"):
-            a, b = _coef(e.lhs, v), _coef(e.rhs, v)
-            if a is None or b is None:
-                return None
-            return a + b if e.op == "+" else a - b
-        case BinOp() if e.op == "*":
-            a, b = _coef(e.lhs, v), _coef(e.rhs, v)
-            if a == 0 and b == 0:
-                return 0
-            if a == 0 and b is not None and isinstance(e.lhs, Const):
-                return int(e.lhs.value) * b
-            if b == 0 and a is not None and isinstance(e.rhs, Const):
-                return int(e.rhs.value) * a
-            return None
-        case _:
-            # constants, strides, and divisions (only in invariant parts: _affine_in)
-            return 0 if _invariant(e, {v}) else None
-
-
-def _corners(
-    e: Expr, ranges: dict[Sym, tuple[str, str]]
-) -> tuple[list[dict[Sym, str]], list[dict[Sym, str]]]:
-    """Substitutions of the loop variables of affine ``e`` by their first or last value
-    that give ``e``'s least and its greatest values over the box of ``ranges``: one each
-    where the coefficients' signs are known, every corner of the unknown ones otherwise."""
-    low: list[dict[Sym, str]] = [{}]
-    high: list[dict[Sym, str]] = [{}]
-    for v, (first, last) in ranges.items():
-        if _invariant(e, {v}):
-            continue
-        c = _coef(e, v)
-        lo_pick = (
-            [first] if c is not None and c >= 0 else [last] if c is not None else [first, last]
-        )
-        hi_pick = (
-            [last] if c is not None and c >= 0 else [first] if c is not None else [first, last]
-        )
-        low = [{**sub, v: x} for sub in low for x in lo_pick]
-        high = [{**sub, v: x} for sub in high for x in hi_pick]
-    return low, high
-
-
-def _affine_in(e: Expr, vs: Sym | frozenset[Sym], inside: set[Sym]) -> bool:
-    """``e`` is a control expression affine in the loop variables ``vs``: a sum of terms
-    ``a * v`` with ``a`` invariant in the loops, plus an invariant part (so its extremes
-    over the loops' ranges are at the ends), and computing it cannot fail."""
-    vars_ = frozenset({vs}) if isinstance(vs, Sym) else vs
-
-    def invariant(x: Expr) -> bool:
-        return not any(
-            (isinstance(y, Read) and y.sym in vars_)
-            or (isinstance(y, StrideExpr) and y.sym in inside)
-            for y in walk_expr(x)
-        )
-
-    def ok(x: Expr) -> bool:
-        match x:
-            case Const():
-                return isinstance(x.value, int) and not isinstance(x.value, bool)
-            case Read():
-                return not x.idx and isinstance(x.type, ControlType)
-            case USub():
-                return ok(x.arg)
-            case BinOp():
-                if x.op in ("+", "-"):
-                    return ok(x.lhs) and ok(x.rhs)
-                if x.op == "*":
-                    return ok(x.lhs) and ok(x.rhs) and (invariant(x.lhs) or invariant(x.rhs))
-                if x.op in ("/", "%"):
-                    # floor division is monotone but not affine: only in invariant parts
-                    return (
-                        isinstance(x.rhs, Const) and x.rhs.value != 0 and invariant(x) and ok(x.lhs)
-                    )
-                return False
-            case StrideExpr():
-                return x.sym not in inside
-            case _:
-                return False
-
-    return ok(e)
-
-
-_LITERAL = re.compile(r"[0-9 ()+\-*/%<=>]+")
-
-
-def _literal(text: str) -> int | None:
-    """The value of integer expression or condition ``text`` when it is made of integer
-    literals only (computed as the generated code would: Python's ``//`` and ``%`` are the
-    control operations; a condition's value is 0 or 1), else None."""
-    if not _LITERAL.fullmatch(text) or "/" in text.replace("//", ""):
-        return None
-    try:
-        return int(eval(text, {"__builtins__": {}}))
-    except (ArithmeticError, SyntaxError):
-        return None
-
-
-def _holds(cond: str) -> bool | None:
-    """``_literal`` of a condition, as a bool."""
-    v = _literal(cond)
-    return None if v is None else bool(v)
-
-
-def _is_name(text: str) -> bool:
-    return text.isidentifier() or _is_int_literal(text)
-
-
-def _is_int_literal(text: str) -> bool:
-    return text.lstrip("-").isdigit()
 
 
 # ------------------------------------------------------------------------- error builders
