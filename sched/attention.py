@@ -42,19 +42,21 @@ row. The schedule:
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
-   (``split`` into 8 lanes, ``divide_dim`` + ``set_memory`` of the register tiles, each
-   operand bound to a register by ``bind_expr``/``expand_dim``/``fission``, then
-   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), their
-   vector operand (``ROWS`` rows of ``Qt`` or ``w``) staged in registers once per step of
-   the reduction for all ``QK_KEYS`` (``PV_HEADS``) broadcasts (``stage_mem`` into ``AVX2``,
-   ``mm256_loadu_ps_reg``: gcc would fold a plain load into each FMA's memory operand and
-   read the vector 4 times; ``tools/inner_loops.py`` shows the compiled loop), the
-   running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
-   ``mm256_exp_ps``; 13. the sums of the weights fused into the weights' loop (``fuse``),
-   each vector of rows' sums in a register over the keys. Every reduction keeps the scalar
-   program's order: each score sums over the head dimension in order, each row's max, sum
-   and output over the keys in order (each product fused into its add, as the compiler
-   contracts the scalar C code).
+   (``KERNELS``: AVX-512 where the CPU has it, 16 lanes, a query tile of 64 rows one
+   micro-kernel tile of 4 vectors x 4 keys (head columns), no tile of leftover rows; else
+   AVX2, 8 lanes, the tiles of 7-8): ``split`` into lanes, ``divide_dim`` + ``set_memory``
+   of the register tiles, each operand bound to a register by ``bind_expr``/``expand_dim``/
+   ``fission``, then ``replace``: the micro-kernels' fused multiply-adds with a broadcast of
+   K (V), their vector operand (a tile's rows of ``Qt`` or ``w``) staged in registers once
+   per step of the reduction for all the tile's broadcasts (``stage_mem`` into the
+   registers, ``mm256_loadu_ps_reg`` / ``mm512_loadu_ps_reg``: gcc would fold a plain load
+   into each FMA's memory operand and read the vector 4 times; ``tools/inner_loops.py``
+   shows the compiled loop), the running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the
+   weights' guarded exponent and ``mm256_exp_ps``; 13. the sums of the weights fused into
+   the weights' loop (``fuse``), each vector of rows' sums in a register over the keys.
+   Every reduction keeps the scalar program's order: each score sums over the head
+   dimension in order, each row's max, sum and output over the keys in order (each product
+   fused into its add, as the compiler contracts the scalar C code).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -234,8 +236,9 @@ KERNELS = {
     ),
 }  # fmt: skip
 """Steps 7-13 by instruction set (``isa()``'s names). A CPU with AVX-512 gets 16-lane
-vectors: the FMA units of one that executes them at full width (Zen 4 halves them, Zen 5 and
-Intel's server cores do not) do twice the work per instruction."""
+vectors: on the Zen 5 the benchmarks ran on, 512-bit FMAs issue at the rate of 256-bit ones
+(7.1 G/s each, 12 independent chains), so each does twice the work; 32 registers hold the
+16 accumulators and 4 vectors of rows of a 64-row tile."""
 
 
 def schedule_row(p: Proc) -> Proc:
@@ -394,10 +397,10 @@ def schedule_flash(
     if kern is None:
         return p
     lanes, reg = kern.lanes, kern.memory
-    # 10. AVX2 instructions (on AVX-512 CPUs too), every vector one row of 8 lanes: the
+    # 10. the instructions of kern (AVX-512 or AVX2), every vector one row of lanes: the
     # micro-kernels' tiles in registers, fused multiply-adds with a broadcast of K (V)
-    # Qt by vectors of rows (Qt[row / 8, d, row % 8]): each vector operand of a QK^T kernel
-    # one contiguous stream over the head dimension, not 32 of every 256 bytes (at head 128
+    # Qt by vectors of rows (Qt[row / lanes, d, row % lanes]): each vector operand of a QK^T
+    # kernel one contiguous stream over the head dimension, not 32 of every 256 bytes (at head 128
     # the QK^T kernels' Qt, 32 KiB, overflowed L1; ~5-8% faster there, neutral at 64)
     # (not with a tile of one vector of rows, query_tile 32: the lanes' split of its rows,
     # a loop of one iteration, leaves the staged vector's index a lane offset)
@@ -455,7 +458,7 @@ def schedule_flash(
     p, _, score_v, rest = _lane_operand(p, kern, (update.rhs().args()[1],), "rl", "score_v")
     p, _ = replace(p, score_v, kern.load)
     p, _ = replace(p, rest, kern.max)
-    # 12. the weights: the scores minus the guarded max, then exp, 8 rows at a time
+    # 12. the weights: the scores minus the guarded max, then exp, a vector of rows at a time
     p, wx = _lanes(p, lanes, p.forward(outer[3]).body()[0], "r")
     # the vectors of rows outside the keys: a vector's guarded max is the same for all keys
     # (the compiler hoists it; with 8 vectors inside it recomputed it per key)
