@@ -97,6 +97,13 @@ def test_sub_guarded_keeps_minus_inf_rows_finite() -> None:
     want = [-np.inf, 1, 2, 0, -np.inf, -np.inf, 6, 7, -0.0, -0.0, 0.0, np.nan] + [1] * 4
     np.testing.assert_array_equal(z, np.array(want, np.float32))
     assert np.signbit(z[8]) and np.signbit(z[9]) and not np.signbit(z[10])
+    # a signaling NaN x with a guarded m: the lane bitwise the compiled scalar code's
+    snan = np.array([0x7FA00001], np.uint32).view(np.float32)[0]
+    x[:2], m[:2] = snan, (-np.inf, np.nan)
+    want = np.zeros(16, np.float32)
+    _in_dram(plain, "a", "b", "c").compile()(x, m, want)
+    vec.compile()(x, m, z)
+    np.testing.assert_array_equal(z.view(np.uint32), want.view(np.uint32))
 
 
 @proc

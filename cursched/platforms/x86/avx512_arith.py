@@ -6,8 +6,9 @@ Each arithmetic instruction is one IEEE operation per lane, so the vector result
 the scalar code's (``x - y``, ``d += s`` round once each, as C does). ``mm512_sub_guarded_ps``
 is the exponent of the terms ``scan_fuse`` writes for a running ``fmax`` (``x - select(-inf,
 m, m, 0.0)``: the running max, or 0 while it is ``-inf`` or NaN): one compare into a mask and
-one masked subtraction (the lanes of the guard's 0 keep ``x``, which is ``x - 0.0`` except
-for ``x = -0.0``, where ``-0.0 - 0.0`` is ``-0.0`` too).
+one masked subtraction (the lanes of the guard's 0 keep ``x``: ``x - 0.0`` is ``x``, also for
+``x = -0.0``; for a signaling NaN ``x`` the compiled scalar code keeps it too, bitwise, as
+the test checks).
 """
 
 from __future__ import annotations
