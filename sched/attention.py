@@ -42,19 +42,21 @@ row. The schedule:
 9. ``parallelize_loop`` the query tiles (OpenMP): each thread owns its tiles' rows, so the
    results do not depend on the number of threads;
 10.-12. on a CPU with AVX2, the vector code as instructions of ``cursched.platforms.x86``
-   (``split`` into 8 lanes, ``divide_dim`` + ``set_memory`` of the register tiles, each
-   operand bound to a register by ``bind_expr``/``expand_dim``/``fission``, then
-   ``replace``): the micro-kernels' fused multiply-adds with a broadcast of K (V), their
-   vector operand (``ROWS`` rows of ``Qt`` or ``w``) staged in registers once per step of
-   the reduction for all ``QK_KEYS`` (``PV_HEADS``) broadcasts (``stage_mem`` into ``AVX2``,
-   ``mm256_loadu_ps_reg``: gcc would fold a plain load into each FMA's memory operand and
-   read the vector 4 times; ``tools/inner_loops.py`` shows the compiled loop), the
-   running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the weights' guarded exponent and
-   ``mm256_exp_ps``; 13. the sums of the weights fused into the weights' loop (``fuse``),
-   each vector of rows' sums in a register over the keys. Every reduction keeps the scalar
-   program's order: each score sums over the head dimension in order, each row's max, sum
-   and output over the keys in order (each product fused into its add, as the compiler
-   contracts the scalar C code).
+   (``KERNELS``: AVX-512 where the CPU has it, 16 lanes, a query tile of 64 rows one
+   micro-kernel tile of 4 vectors x 4 keys (head columns), no tile of leftover rows; else
+   AVX2, 8 lanes, the tiles of 7-8): ``split`` into lanes, ``divide_dim`` + ``set_memory``
+   of the register tiles, each operand bound to a register by ``bind_expr``/``expand_dim``/
+   ``fission``, then ``replace``: the micro-kernels' fused multiply-adds with a broadcast of
+   K (V), their vector operand (a tile's rows of ``Qt`` or ``w``) staged in registers once
+   per step of the reduction for all the tile's broadcasts (``stage_mem`` into the
+   registers, ``mm256_loadu_ps_reg`` / ``mm512_loadu_ps_reg``: gcc would fold a plain load
+   into each FMA's memory operand and read the vector 4 times; ``tools/inner_loops.py``
+   shows the compiled loop), the running max (``mm256_max_ps``, ``fmaxf``'s NaN rule), the
+   weights' guarded exponent and ``mm256_exp_ps``; 13. the sums of the weights fused into
+   the weights' loop (``fuse``), each vector of rows' sums in a register over the keys.
+   Every reduction keeps the scalar program's order: each score sums over the head
+   dimension in order, each row's max, sum and output over the keys in order (each product
+   fused into its add, as the compiler contracts the scalar C code).
 
 The patterns are all at the start (on the naive proc); every step uses cursors found there or
 returned by an earlier step. ``Q`` is taken pre-scaled (by ``1 / sqrt(D)``). The script prints
@@ -94,6 +96,8 @@ from cursched import (
 )
 from cursched.platforms.x86 import (
     AVX2,
+    AVX512,
+    VectorMemory,
     isa,
     mm256_acc_ps,
     mm256_exp_ps,
@@ -104,6 +108,15 @@ from cursched.platforms.x86 import (
     mm256_setzero_ps,
     mm256_storeu_ps,
     mm256_sub_guarded_ps,
+    mm512_acc_ps,
+    mm512_exp_ps,
+    mm512_fmadd_ps_broadcast,
+    mm512_loadu_ps,
+    mm512_loadu_ps_reg,
+    mm512_max_ps,
+    mm512_setzero_ps,
+    mm512_storeu_ps,
+    mm512_sub_guarded_ps,
 )
 
 
@@ -183,6 +196,49 @@ QK_KEYS = 4
 """Keys of a QK^T micro-kernel tile (``QK_KEYS * ROWS / 8`` accumulators with AVX2)."""
 PV_HEADS = 4
 """Head columns of a PV micro-kernel tile."""
+LANES = 8
+"""Floats of one AVX2 register."""
+
+
+class Kernels(NamedTuple):
+    """The vector code of steps 7-13 for one instruction set: its registers (``memory``,
+    ``lanes`` floats each), the micro-kernels' tiles (``rows`` query rows x ``qk_keys`` keys,
+    x ``pv_heads`` head columns) and the instructions ``replace`` puts in."""
+
+    memory: VectorMemory
+    lanes: int
+    rows: int
+    qk_keys: int
+    pv_heads: int
+    load: Proc
+    store: Proc
+    zero: Proc
+    load_reg: Proc
+    fma: Proc
+    max: Proc
+    sub_guarded: Proc
+    exp: Proc
+    acc: Proc
+
+
+KERNELS = {
+    "avx2": Kernels(
+        AVX2, LANES, ROWS, QK_KEYS, PV_HEADS, mm256_loadu_ps, mm256_storeu_ps,
+        mm256_setzero_ps, mm256_loadu_ps_reg, mm256_fmadd_ps_broadcast, mm256_max_ps,
+        mm256_sub_guarded_ps, mm256_exp_ps, mm256_acc_ps,
+    ),
+    # 16 lanes, 32 registers: a query tile of 64 rows is one micro-kernel tile of 4 vectors
+    # (16 accumulators with 4 keys or head columns, 4 vectors of rows loaded per step)
+    "avx512": Kernels(
+        AVX512, 16, 64, 4, 4, mm512_loadu_ps, mm512_storeu_ps, mm512_setzero_ps,
+        mm512_loadu_ps_reg, mm512_fmadd_ps_broadcast, mm512_max_ps, mm512_sub_guarded_ps,
+        mm512_exp_ps, mm512_acc_ps,
+    ),
+}  # fmt: skip
+"""Steps 7-13 by instruction set (``isa()``'s names). A CPU with AVX-512 gets 16-lane
+vectors: on the Zen 5 the benchmarks ran on, 512-bit FMAs issue at the rate of 256-bit ones
+(7.1 G/s each, 12 independent chains), so each does twice the work; 32 registers hold the
+16 accumulators and 4 vectors of rows of a 64-row tile."""
 
 
 def schedule_row(p: Proc) -> Proc:
@@ -197,13 +253,19 @@ def schedule_row(p: Proc) -> Proc:
     return p
 
 
-def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bool = True) -> Proc:
+def schedule_flash(
+    p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bool | str = True
+) -> Proc:
     """Flash attention 2: key tiles of ``key_tile``, query tiles of ``query_tile`` rows, the
     query tiles in parallel, every per-row quantity vectorised across the rows of a tile, and
-    register-tiled products (``QK_KEYS`` keys x ``ROWS`` rows, ``PV_HEADS`` head columns x
-    ``ROWS`` rows). ``key_tile`` must be a multiple of ``QK_KEYS``, ``query_tile`` of
-    8. With ``vector`` and a CPU with AVX2, the vector code is AVX2 instructions of
-    ``cursched.platforms.x86`` (steps 10-13); else the compiler vectorises what it can."""
+    register-tiled products (``qk_keys`` keys x ``rows`` rows, ``pv_heads`` head columns x
+    ``rows`` rows of the instruction set's ``Kernels``). ``key_tile`` must be a multiple of
+    ``qk_keys``, ``query_tile`` of the lanes. ``vector``: True, the widest instruction set of
+    ``KERNELS`` this CPU has (AVX-512, else AVX2; none: the compiler vectorises what it can);
+    ``"avx2"`` or ``"avx512"``, that one (scheduled on any CPU, compiled on one that has it);
+    False, none (with AVX2's tiles)."""
+    kern = _kernels(vector)
+    shape = kern or KERNELS["avx2"]
     # the patterns: the four key loops, the row loop, the score row and the statistics
     scores, maxes, sums, values = p.find_loop("i", many=True)
     rows = p.find_loop("r")
@@ -267,17 +329,18 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     # 7. the QK^T micro-kernels: tiles of QK_KEYS keys x ROWS rows in registers over the
     # head dimension, their zeroing fused in; the rows past the last whole tile (64 =
     # 2 * 24 + 16) one tile of their own (a block of rows: ``_split_rows``)
-    p, zk = split(p, outer[0], QK_KEYS, ("iq", "ij"), tail="perfect")
-    p, zero_rows = _split_rows(p, p.forward(zk.inner).body()[0], query_tile, lifts=2)
-    p, qk_rows = _split_rows(p, qk, query_tile, lifts=0)
+    p, zk = split(p, outer[0], shape.qk_keys, ("iq", "ij"), tail="perfect")
+    p, zero_rows = _split_rows(p, p.forward(zk.inner).body()[0], query_tile, shape.rows, 2)
+    p, qk_rows = _split_rows(p, qk, query_tile, shape.rows, 0)
     if len(qk_rows) == 2:  # [zero, zero tail, qk, qk tail] -> [zero, qk, zero tail, qk tail]
         p, _ = reorder_stmts(p, p.forward(zero_rows[1].outer).parent().parent().expand(0, 1))
     tiles = []
-    for (base, rows), zr, qr in zip(_row_blocks(query_tile), zero_rows, qk_rows, strict=True):
+    blocks = _row_blocks(query_tile, shape.rows)
+    for (base, rows), zr, qr in zip(blocks, zero_rows, qk_rows, strict=True):
         # the zeroing (iq, ij, rq, rj) -> (iq, rq, ij, rj)
         p, _ = reorder_loops(p, p.forward(zr.outer).parent())
         p, qk_keys = split(
-            p, p.forward(qr.inner).body()[0].body()[0], QK_KEYS, ("iq", "ij"), tail="perfect"
+            p, p.forward(qr.inner).body()[0].body()[0], shape.qk_keys, ("iq", "ij"), tail="perfect"
         )
         for _ in range(3):  # (rq, rj, k, iq, ij) -> (rq, k, iq, ij, rj)
             p, _ = reorder_loops(p, qr.inner)
@@ -285,7 +348,8 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         p, _ = reorder_loops(p, qr.outer)  # -> (iq, rq, k, ij, rj)
         p, _ = fuse(p, p.forward(zr.outer).parent(), qk_keys.outer)
         p, tile = fuse(p, zr.outer, qr.outer)
-        keys, r0 = f"{QK_KEYS} * iq:{QK_KEYS} * iq + {QK_KEYS}", f"{base} + {rows} * rq"
+        n = shape.qk_keys
+        keys, r0 = f"{n} * iq:{n} * iq + {n}", f"{base} + {rows} * rq"
         name = "s_acc" if base == 0 else "s_tail"
         p, acc = stage_mem(p, tile.fused.body(), f"S[{keys}, {r0}:{r0} + {rows}]", name)
         # the rows outside the keys: the tile's rows of Qt (ROWS x D) stay in L1 while all
@@ -297,13 +361,14 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     # 8. the PV micro-kernels: tiles of PV_HEADS head columns x ROWS rows in registers over
     # the keys (the head columns past a multiple of PV_HEADS in a loop of their own, the rows
     # past the last whole tile one tile)
-    p, _ = split(p, by_head.outer, PV_HEADS, ("dq", "dj"), tail="cut")
-    p, pv_rows = _split_rows(p, pv_keys.inner, query_tile, lifts=2)
-    for (base, rows), pr in zip(_row_blocks(query_tile), pv_rows, strict=True):
+    p, _ = split(p, by_head.outer, shape.pv_heads, ("dq", "dj"), tail="cut")
+    p, pv_rows = _split_rows(p, pv_keys.inner, query_tile, shape.rows, 2)
+    for (base, rows), pr in zip(blocks, pv_rows, strict=True):
         keys_loop = p.forward(pr.outer).parent()
         for loop in (keys_loop.parent(), keys_loop.parent(), keys_loop):  # (dq, dj, ii, rq,
             p, _ = reorder_loops(p, p.forward(loop))  # rj) -> (dq, rq, ii, dj, rj)
-        heads, r0 = f"{PV_HEADS} * dq:{PV_HEADS} * dq + {PV_HEADS}", f"{base} + {rows} * rq"
+        n = shape.pv_heads
+        heads, r0 = f"{n} * dq:{n} * dq + {n}", f"{base} + {rows} * rq"
         name = "o_acc" if base == 0 else "o_tail"
         p, acc = stage_mem(p, p.forward(keys_loop), f"Ot[{heads}, {r0}:{r0} + {rows}]", name)
         tiles.append(
@@ -322,27 +387,28 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
     # four rows of K, 512 B each, and the 32 KiB of Qt overflowed L1)
     p, ks = stage_mem(p, qt.outer, "K[0:Nk, 0:D]", "Kp")
     p, _ = divide_dim(p, ks.alloc, 0, key_tile)
-    p, _ = divide_dim(p, ks.alloc, 1, QK_KEYS)
+    p, _ = divide_dim(p, ks.alloc, 1, shape.qk_keys)
     p, _ = rearrange_dim(p, ks.alloc, (0, 1, 3, 2))
     p, kl = split(p, ks.load, key_tile, ("ko", "ki"), tail="perfect")
-    p, _ = split(p, kl.inner, QK_KEYS, ("kq", "kj"), tail="perfect")
+    p, _ = split(p, kl.inner, shape.qk_keys, ("kq", "kj"), tail="perfect")
     p, _ = simplify(p)
     # 9. the query tiles in parallel
     p, _ = parallelize_loop(p, qt.outer)
-    if not vector or isa() is None:
+    if kern is None:
         return p
-    # 10. AVX2 instructions (on AVX-512 CPUs too), every vector one row of 8 lanes: the
+    lanes, reg = kern.lanes, kern.memory
+    # 10. the instructions of kern (AVX-512 or AVX2), every vector one row of lanes: the
     # micro-kernels' tiles in registers, fused multiply-adds with a broadcast of K (V)
-    # Qt by vectors of rows (Qt[row / 8, d, row % 8]): each vector operand of a QK^T kernel
-    # one contiguous stream over the head dimension, not 32 of every 256 bytes (at head 128
+    # Qt by vectors of rows (Qt[row / lanes, d, row % lanes]): each vector operand of a QK^T
+    # kernel one contiguous stream over the head dimension, not 32 of every 256 bytes (at head 128
     # the QK^T kernels' Qt, 32 KiB, overflowed L1; ~5-8% faster there, neutral at 64)
     # (not with a tile of one vector of rows, query_tile 32: the lanes' split of its rows,
     # a loop of one iteration, leaves the staged vector's index a lane offset)
-    pack_qt = all(rows > LANES for _, rows in _row_blocks(query_tile))
+    pack_qt = all(rows > lanes for _, rows in blocks)
     if pack_qt:
-        p, _ = divide_dim(p, qs.alloc, 1, LANES)
+        p, _ = divide_dim(p, qs.alloc, 1, lanes)
         p, _ = rearrange_dim(p, qs.alloc, (1, 0, 2))
-        p, _ = split(p, qs.load, LANES, ("qo", "ql"), tail="perfect")
+        p, _ = split(p, qs.load, lanes, ("qo", "ql"), tail="perfect")
         p, _ = simplify(p)
     for t in tiles:
         # the vector operand (the tile's rows of Qt or w) loaded once per step of the
@@ -350,79 +416,79 @@ def schedule_flash(p: Proc, key_tile: int = 64, query_tile: int = 64, vector: bo
         packed = pack_qt and t.row.startswith("Qt[")  # its vectors of rows a dimension
         if packed:  # r0 = "{base} + {rows} * rq": vectors base / 8 + rows / 8 * rq on;
             # the rows in vectors first, so that the staged operand is [vector, lane]
-            nvec = t.rows // LANES
-            v0 = f"{int(t.r0.split(' + ')[0]) // LANES} + {nvec} * rq"
-            window = f"Qt[{v0}:{v0} + {nvec}, k, 0:{LANES}]"
-            p, fm = _lanes(p, t.fma, "r")
+            nvec = t.rows // lanes
+            v0 = f"{int(t.r0.split(' + ')[0]) // lanes} + {nvec} * rq"
+            window = f"Qt[{v0}:{v0} + {nvec}, k, 0:{lanes}]"
+            p, fm = _lanes(p, lanes, t.fma, "r")
             p, _ = simplify(p)
         else:
             window = f"{t.row}{t.r0}:{t.r0} + {t.rows}]"
-        p, vec = stage_mem(p, p.forward(t.fma).parent(), window, t.vector, memory=AVX2)
-        p, ld = _lanes(p, t.acc.load.body()[0], "l")
-        p, st = _lanes(p, t.acc.store.body()[0], "s")
+        p, vec = stage_mem(p, p.forward(t.fma).parent(), window, t.vector, memory=reg)
+        p, ld = _lanes(p, lanes, t.acc.load.body()[0], "l")
+        p, st = _lanes(p, lanes, t.acc.store.body()[0], "s")
         if packed:  # the load a nest (vector, lane) already
             lanes_load = p.forward(vec.load).body()[0]
         else:
-            p, vl = _lanes(p, vec.load, "q")
+            p, vl = _lanes(p, lanes, vec.load, "q")
             lanes_load = vl.inner
-            p, fm = _lanes(p, t.fma, "r")
-        p, zero_v = _lanes(p, t.zero, "z") if t.zero is not None else (p, None)
-        p, _ = divide_dim(p, t.acc.alloc, 1, LANES)
+            p, fm = _lanes(p, lanes, t.fma, "r")
+        p, zero_v = _lanes(p, lanes, t.zero, "z") if t.zero is not None else (p, None)
+        p, _ = divide_dim(p, t.acc.alloc, 1, lanes)
         if not packed:
-            p, _ = divide_dim(p, vec.alloc, 0, LANES)
+            p, _ = divide_dim(p, vec.alloc, 0, lanes)
         p, _ = simplify(p)
-        p, _ = set_memory(p, t.acc.alloc, AVX2)
-        p, _ = replace(p, ld.inner, mm256_loadu_ps)
-        p, _ = replace(p, st.inner, mm256_storeu_ps)
+        p, _ = set_memory(p, t.acc.alloc, reg)
+        p, _ = replace(p, ld.inner, kern.load)
+        p, _ = replace(p, st.inner, kern.store)
         if zero_v is not None:
-            p, _ = replace(p, zero_v.inner, mm256_setzero_ps)
-        p, _ = replace(p, lanes_load, mm256_loadu_ps_reg)
-        p, _ = replace(p, fm.inner, mm256_fmadd_ps_broadcast)
+            p, _ = replace(p, zero_v.inner, kern.zero)
+        p, _ = replace(p, lanes_load, kern.load_reg)
+        p, _ = replace(p, fm.inner, kern.fma)
     # 11. the running max of the rows in registers over the keys of a tile
     p, mv = stage_mem(p, outer[1], f"m[0:{query_tile}]", "m_v")
-    p, ld = _lanes(p, mv.load, "l")
-    p, st = _lanes(p, mv.store, "s")
-    p, mx = _lanes(p, p.forward(outer[1]).body()[0], "r")
-    p, _ = divide_dim(p, mv.alloc, 0, LANES)
+    p, ld = _lanes(p, lanes, mv.load, "l")
+    p, st = _lanes(p, lanes, mv.store, "s")
+    p, mx = _lanes(p, lanes, p.forward(outer[1]).body()[0], "r")
+    p, _ = divide_dim(p, mv.alloc, 0, lanes)
     p, _ = simplify(p)
-    p, _ = set_memory(p, mv.alloc, AVX2)
-    p, _ = replace(p, ld.inner, mm256_loadu_ps)
-    p, _ = replace(p, st.inner, mm256_storeu_ps)
+    p, _ = set_memory(p, mv.alloc, reg)
+    p, _ = replace(p, ld.inner, kern.load)
+    p, _ = replace(p, st.inner, kern.store)
     update = p.forward(mx.inner).body()[0]
-    p, _, score_v, rest = _lane_operand(p, (update.rhs().args()[1],), "rl", "score_v")
-    p, _ = replace(p, score_v, mm256_loadu_ps)
-    p, _ = replace(p, rest, mm256_max_ps)
-    # 12. the weights: the scores minus the guarded max, then exp, 8 rows at a time
-    p, wx = _lanes(p, p.forward(outer[3]).body()[0], "r")
+    p, _, score_v, rest = _lane_operand(p, kern, (update.rhs().args()[1],), "rl", "score_v")
+    p, _ = replace(p, score_v, kern.load)
+    p, _ = replace(p, rest, kern.max)
+    # 12. the weights: the scores minus the guarded max, then exp, a vector of rows at a time
+    p, wx = _lanes(p, lanes, p.forward(outer[3]).body()[0], "r")
     # the vectors of rows outside the keys: a vector's guarded max is the same for all keys
     # (the compiler hoists it; with 8 vectors inside it recomputed it per key)
     p, w_rows = reorder_loops(p, outer[3])
     update = p.forward(wx.inner).body()[0]
-    p, _, score_v, _ = _lane_operand(p, (update.rhs().args()[0].lhs(),), "rl", "score_w")
+    p, _, score_v, _ = _lane_operand(p, kern, (update.rhs().args()[0].lhs(),), "rl", "score_w")
     guard = p.forward(update).rhs().args()[0].rhs()
-    p, _, max_v, _ = _lane_operand(p, (guard.args()[1], guard.args()[2]), "rl", "max_w")
+    p, _, max_v, _ = _lane_operand(p, kern, (guard.args()[1], guard.args()[2]), "rl", "max_w")
     update = p.forward(update)
-    p, _, arg_v, _ = _lane_operand(p, (update.rhs().args()[0],), "rl", "arg_w")
+    p, _, arg_v, _ = _lane_operand(p, kern, (update.rhs().args()[0],), "rl", "arg_w")
     update = p.forward(update)
-    p, _, exp_v, store_w = _lane_operand(p, (update.rhs(),), "rl", "exp_w")
+    p, _, exp_v, store_w = _lane_operand(p, kern, (update.rhs(),), "rl", "exp_w")
     for loads in (score_v, max_v):
-        p, _ = replace(p, loads, mm256_loadu_ps)
-    p, _ = replace(p, arg_v, mm256_sub_guarded_ps)
-    p, _ = replace(p, exp_v, mm256_exp_ps)
-    p, _ = replace(p, store_w, mm256_storeu_ps)
+        p, _ = replace(p, loads, kern.load)
+    p, _ = replace(p, arg_v, kern.sub_guarded)
+    p, _ = replace(p, exp_v, kern.exp)
+    p, _ = replace(p, store_w, kern.store)
     # 13. the sums of the weights in the weights' loop (no pass of their own over w): each
     # vector of rows' sums in a register over the keys, still in key order
-    p, lx = _lanes(p, p.forward(sums_l.outer).body()[0], "r")
+    p, lx = _lanes(p, lanes, p.forward(sums_l.outer).body()[0], "r")
     p, l_rows = reorder_loops(p, sums_l.outer)
     p, _ = fuse(p, w_rows.outer, l_rows.outer)
     p, keys = fuse(p, w_rows.inner, l_rows.inner)
-    p, lv = stage_mem(p, keys.fused, f"l[{LANES} * rv:{LANES} * rv + {LANES}]", "l_v", memory=AVX2)
-    p, _ = replace(p, lv.load, mm256_loadu_ps)
-    p, _ = replace(p, lv.store, mm256_storeu_ps)
+    p, lv = stage_mem(p, keys.fused, f"l[{lanes} * rv:{lanes} * rv + {lanes}]", "l_v", memory=reg)
+    p, _ = replace(p, lv.load, kern.load)
+    p, _ = replace(p, lv.store, kern.store)
     update = p.forward(lx.inner).body()[0]
-    p, _, w_l, acc_l = _lane_operand(p, (update.rhs(),), "rl", "w_l")
-    p, _ = replace(p, w_l, mm256_loadu_ps)
-    p, _ = replace(p, acc_l, mm256_acc_ps)
+    p, _, w_l, acc_l = _lane_operand(p, kern, (update.rhs(),), "rl", "w_l")
+    p, _ = replace(p, w_l, kern.load)
+    p, _ = replace(p, acc_l, kern.acc)
     return p
 
 
@@ -440,19 +506,29 @@ class _Tile(NamedTuple):
     vector: str
 
 
-def _row_blocks(query_tile: int) -> list[tuple[int, int]]:
+def _kernels(vector: bool | str) -> Kernels | None:
+    """The instruction set of steps 10-13 that ``vector`` asks for (``schedule_flash``)."""
+    if vector is True:
+        name = isa()
+        return KERNELS[name] if name is not None else None
+    return KERNELS[vector] if vector else None
+
+
+def _row_blocks(query_tile: int, rows: int) -> list[tuple[int, int]]:
     """(first row, rows of a tile) of each block of rows of a query tile: whole tiles of
-    ``ROWS`` rows, then one tile of the rows past them."""
-    main = ROWS * (query_tile // ROWS)
+    ``rows`` rows, then one tile of the rows past them."""
+    main = rows * (query_tile // rows)
     rest = [(main, query_tile - main)] if query_tile > main else []
-    return ([(0, ROWS)] if main else []) + rest
+    return ([(0, rows)] if main else []) + rest
 
 
-def _split_rows(p: Proc, loop: Any, query_tile: int, lifts: int) -> tuple[Proc, list[Any]]:
-    """``split`` a loop over the rows of a query tile into tiles (``rq``, ``rj``), one
-    ``SplitCursors`` per block of ``_row_blocks``; a second block's nest of its own
-    (``fission`` out of ``lifts`` loops)."""
-    blocks = _row_blocks(query_tile)
+def _split_rows(
+    p: Proc, loop: Any, query_tile: int, rows: int, lifts: int
+) -> tuple[Proc, list[Any]]:
+    """``split`` a loop over the rows of a query tile into tiles of ``rows`` (``rq``,
+    ``rj``), one ``SplitCursors`` per block of ``_row_blocks``; a second block's nest of its
+    own (``fission`` out of ``lifts`` loops)."""
+    blocks = _row_blocks(query_tile, rows)
     tail = "perfect" if len(blocks) == 1 else "cut"
     p, main = split(p, loop, blocks[0][1], ("rq", "rj"), tail=tail)
     if len(blocks) == 1:
@@ -463,26 +539,24 @@ def _split_rows(p: Proc, loop: Any, query_tile: int, lifts: int) -> tuple[Proc, 
     return p, [main, rest]
 
 
-def _lanes(p: Proc, loop: Any, name: str) -> tuple[Proc, Any]:
-    """``split`` a loop into vectors of ``LANES`` (``{name}v``, ``{name}l``)."""
-    return split(p, loop, LANES, (f"{name}v", f"{name}l"), tail="perfect")
+def _lanes(p: Proc, lanes: int, loop: Any, name: str) -> tuple[Proc, Any]:
+    """``split`` a loop into vectors of ``lanes`` (``{name}v``, ``{name}l``)."""
+    return split(p, loop, lanes, (f"{name}v", f"{name}l"), tail="perfect")
 
 
-def _lane_operand(p: Proc, reads: tuple[Any, ...], lane: str, name: str) -> tuple[Any, ...]:
+def _lane_operand(
+    p: Proc, kern: Kernels, reads: tuple[Any, ...], lane: str, name: str
+) -> tuple[Any, ...]:
     """Compute ``reads`` (equal expressions of one statement in a loop over the lanes
-    ``lane``) into an ``AVX2`` register ``name`` in a loop of its own before the statement:
+    ``lane``) into a register ``name`` of ``kern`` in a loop of its own before the statement:
     ``bind_expr``, ``expand_dim`` by the lane, ``lift_alloc``, ``fission``, ``set_memory``.
     Returns the proc, the register, the loop computing it and the loop of the statement."""
     p, b = bind_expr(p, reads, name)
-    p, e = expand_dim(p, b.alloc, LANES, lane)
+    p, e = expand_dim(p, b.alloc, kern.lanes, lane)
     p, _ = lift_alloc(p, e.alloc)
     p, f = fission(p, b.assign.after())
-    p, _ = set_memory(p, e.alloc, AVX2)
+    p, _ = set_memory(p, e.alloc, kern.memory)
     return p, e.alloc, f.first, f.second
-
-
-LANES = 8
-"""Floats of one AVX2 register."""
 
 
 def inputs(nq: int, nk: int, d: int, seed: int = 0) -> dict[str, np.ndarray]:

@@ -12,10 +12,11 @@ whose instructions the CPU lacks (``CodegenError``).
 from __future__ import annotations
 
 from cursched.codegen.cpu import cpu_features
-from cursched.platforms.x86 import avx2, avx2_arith, avx512
+from cursched.platforms.x86 import avx2, avx2_arith, avx512, avx512_arith
 from cursched.platforms.x86.avx2 import *  # noqa: F403 - the library's instructions
 from cursched.platforms.x86.avx2_arith import *  # noqa: F403
 from cursched.platforms.x86.avx512 import *  # noqa: F403
+from cursched.platforms.x86.avx512_arith import *  # noqa: F403
 from cursched.platforms.x86.memories import AVX2, AVX512, VectorMemory
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     *avx2.__all__,
     *avx2_arith.__all__,
     *avx512.__all__,
+    *avx512_arith.__all__,
 ]
 
 

@@ -7,7 +7,11 @@ a float and the float of its remainder, so ``r`` carries ~48 bits of ``n * ln2``
 ``e^r = 1 + r + r^2 * P(r)`` on ``|r| <= ln2 / 2`` with the degree-5 polynomial P of
 Cephes' ``expf`` (Horner with FMA), then ``e^x = e^r * 2^n1 * 2^n2`` with
 ``n1 = n >> 1``, ``n2 = n - n1``: both factors are normal floats, the first product is exact,
-so the result is rounded once, also when it is subnormal.
+so the result is rounded once, also when it is subnormal. AVX-512 scales by ``2^n`` in one
+instruction instead (``vscalefps``: ``e^r * 2^n`` rounded once, the same value; bitwise
+equal to the two-factor scaling on all 2^32 floats, checked when it went in): the
+conversion, the integer steps and the two multiplies (9 instructions) become one, ~20% less
+time per vector on Zen 5.
 
 Special values: x is clamped to ``[-104, 89]`` first (beyond them e^x rounds to 0 or
 overflows to inf, which the clamped value gives too): ``-inf -> +0``, ``+inf -> +inf``,
@@ -16,7 +20,8 @@ NaN out (the lane's input, quieted). The NaN needs no blend of its own: ``max``/
 their second operand when either is NaN, so the clamp (bound first, x second) keeps x's NaN;
 every later step has that NaN as an operand (x86 returns a NaN operand, quieted; all of them
 are x's here), and ``cvtps_epi32`` of NaN (``0x80000000``) gives the scales ``2^n1 = 2^n2 =
-1.0`` (the bias' add and the shift wrap to ``127 << 23``), so ``y`` is x quieted. This saves
+1.0`` (the bias' add and the shift wrap to ``127 << 23``), so ``y`` is x quieted
+(``vscalefps`` of two NaNs returns its first, quieted: x's too). This saves
 the compare, add and blend per vector that a select of ``x + x`` cost (the exp is ~15% of
 flash attention's time at head 64).
 
@@ -61,6 +66,19 @@ def _exp(w: str, v: str, vi: str) -> str:
         + poly
         + f"    {v} r2 = {m}_mul_ps(r, r);\n"
         f"    p = {m}_fmadd_ps(p, r2, {m}_add_ps(r, {m}_set1_ps(1.0f)));\n"
+        + (_scale_512() if w == "512" else _scale(w, v, vi))
+    )
+
+
+def _scale_512() -> str:
+    """AVX-512's ``e^r * 2^n``: one ``vscalefps`` (n is integral, ``|n| <= 150``)."""
+    return "    return _mm512_scalef_ps(p, n);\n}"
+
+
+def _scale(w: str, v: str, vi: str) -> str:
+    """``e^r * 2^n1 * 2^n2`` by integer exponents (AVX2 has no ``vscalefps``)."""
+    m = f"_mm{w}"
+    return (
         f"    {vi} ni = {m}_cvtps_epi32(n);\n"
         f"    {vi} n1 = {m}_srai_epi32(ni, 1);\n"
         f"    {vi} n2 = {m}_sub_epi32(ni, n1);\n"
