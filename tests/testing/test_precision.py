@@ -53,6 +53,24 @@ def off_by_one(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
         y[i] = x[i] + (100000001.0 - 100000000.0)
 
 
+@proc
+def staged_f32(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+    for i in seq(0, 8):
+        t: f32 @ DRAM
+        t = x[i] + 100000000.0
+        t = t - 100000000.0
+        y[i] = t
+
+
+@proc
+def staged_f64(x: f32[8] @ DRAM, y: f32[8] @ DRAM):
+    for i in seq(0, 8):
+        t: f64 @ DRAM
+        t = x[i] + 100000000.0
+        t = t - 100000000.0
+        y[i] = t
+
+
 def _data_types(p: ProcDef) -> set[str]:
     names = set()
     for a in p.args:
@@ -118,3 +136,9 @@ def test_without_a_reassociating_step_the_f32_difference_is_a_finding() -> None:
 def test_a_wrong_rewrite_still_fails_in_f64() -> None:
     with pytest.raises(AssertionError, match=r"and in f64: .*differ on"):
         check_equivalent(grouped_left, off_by_one, ["left_reassociate_expr(p, ...)"])
+
+
+def test_another_precision_for_one_buffer_is_rechecked_in_f64_after_set_precision() -> None:
+    with pytest.raises(AssertionError, match="differ on"):
+        check_equivalent(staged_f32, staged_f64, ["simplify(p)"])
+    check_equivalent(staged_f32, staged_f64, ["set_precision(p, t, 'f64')"])
