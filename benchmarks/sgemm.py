@@ -246,16 +246,23 @@ def _time(f: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - w, time.thread_time() - c
 
 
-def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float]) -> None:
-    import runpy
-
+def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float], blocks: str) -> None:
+    """numpy against the schedule, at each n, interleaved; ``blocks`` (``"KCxMCB,..."``, or
+    empty for the script's own) adds one column per cache blocking, timed in the same loop."""
     mod = runpy.run_path(str(ROOT / "sched" / "sgemm_x86.py"), run_name="sgemm_x86")
     t0 = time.perf_counter()
-    ours = mod["schedule"](mod["sgemm"]).compile()
-    print(f"schedule + compile: {time.perf_counter() - t0:.1f} s\n")
+    ours = {"ours": mod["schedule"](mod["sgemm"]).compile()}
+    for spec in (s for s in blocks.split(",") if s):
+        kc, mcb = (int(x) for x in spec.split("x"))
+        ours[spec] = mod["schedule_tuned"](mod["sgemm"], kc, mcb).compile()
+    t = mod["target"]()
+    print(f"schedule + compile: {time.perf_counter() - t0:.1f} s; ours: {t.name} {t.mr} x {t.nr},"
+          f" KC = {t.kc}, MC = {t.mr * t.mcb}\n")  # fmt: skip
+    extra = [k for k in ours if k != "ours"]
     head = (
         f"{'n':>5} | {'numpy GF/s':>10} {'ours GF/s':>9} {'ours/np':>7} {'% peak':>6} |"
         f" {'numpy GF/s':>10} {'ours GF/s':>9} {'ours/np':>7} {'% peak':>6} | {'rel err':>7}"
+        + "".join(f" | {k + ' /np':>14}" for k in extra)
     )
     print(f"{'':5} | {'by wall clock':^36} | {'by thread CPU time':^36} |")
     print(head)
@@ -264,26 +271,31 @@ def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float]) -> None:
     for n in sizes:
         a = rng.standard_normal((n, n)).astype(np.float32)
         b = rng.standard_normal((n, n)).astype(np.float32)
-        c = np.empty((n, n), np.float32)
-        best = {"np": [1e9, 1e9], "ours": [1e9, 1e9]}
-        runs = {
-            "np": lambda a=a, b=b: np.matmul(a, b),
-            "ours": lambda n=n, a=a, b=b, c=c: ours(n, n, n, a, b, c),
+        c, c_np = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
+        best = {k: [1e9, 1e9] for k in ["np", *ours]}
+        runs: dict[str, Callable[[], object]] = {
+            "np": lambda a=a, b=b, c_np=c_np: np.matmul(a, b, out=c_np)
         }
+        for k, f in ours.items():
+            runs[k] = lambda n=n, a=a, b=b, c=c, f=f: f(n, n, n, a, b, c)
+        errs = []
+        want = a.astype(np.float64) @ b.astype(np.float64)
         for _ in range(reps):
             for name, f in runs.items():
+                c.fill(np.nan)
                 w, cpu = _time(f)
                 best[name][0] = min(best[name][0], w)
                 best[name][1] = min(best[name][1], cpu)
-        want = a.astype(np.float64) @ b.astype(np.float64)
-        err = float(np.max(np.abs(c - want)) / np.max(np.abs(want)))
+                if name != "np":
+                    errs.append(float(np.max(np.abs(c - want)) / np.max(np.abs(want))))
         fl = 2.0 * n**3
         cols = []
         for k in (0, 1):
             g_np, g_ours = fl / best["np"][k] / 1e9, fl / best["ours"][k] / 1e9
             pct = 100 * g_ours * 1e9 / peak[k]
             cols.append(f"{g_np:10.1f} {g_ours:9.1f} {g_ours / g_np:7.2f} {pct:5.0f}%")
-        print(f"{n:5d} | {cols[0]} | {cols[1]} | {err:7.1e}")
+        more = "".join(f" | {best['np'][1] / best[k][1]:14.2f}" for k in extra)
+        print(f"{n:5d} | {cols[0]} | {cols[1]} | {max(errs):7.1e}{more}")
 
 
 def main() -> int:
@@ -291,6 +303,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="n = 256, 512, 1000 only, 2 runs")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--sizes", default="")
+    ap.add_argument("--blocks", default="",
+                    help="more cache blockings, same run: KCxMCB,... (by CPU time)")  # fmt: skip
     ap.add_argument("--exo", default=os.environ.get("CURSCHED_EXO_REPO", ""),
                     help="exo's example file, a checkout, or its bare git directory")  # fmt: skip
     args = ap.parse_args()
@@ -320,7 +334,7 @@ def main() -> int:
         )
         if isa() in ("avx2", "avx512"):  # the AVX2 micro-kernels run on both
             bench_microkernels(max(reps, 3), args.exo)
-        bench_sizes(sizes, reps, peak)
+        bench_sizes(sizes, reps, peak, args.blocks)
     return 0
 
 

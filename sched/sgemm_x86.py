@@ -90,7 +90,7 @@ class Target(NamedTuple):
     lanes: int
     mr: int  # rows of the register tile
     nr: int  # columns of the register tile (a multiple of lanes)
-    kc: int  # depth of a K block (KC * NR floats of packed B stay in L1)
+    kc: int  # depth of a K block (measured: B's KC x NR panel in L1 or L2, see below)
     mcb: int  # MR-row tiles per MC block (MC * KC floats of packed A stay in L2)
     load: Proc
     store: Proc
@@ -109,8 +109,13 @@ AVX2_TARGET = Target(
     x86.mm256_fmadd_ps_broadcast, x86.mm256_maskload_ps, x86.mm256_maskstore_ps,
     x86.mm256_mask_fmadd_ps_broadcast, x86.mm256_setzero_ps, x86.mm256_storeu_add_ps,
 )  # fmt: skip
+# kc and mcb: measured on the AMD EPYC (Zen 5, family 26) kind, 1024^3 and 2048^3
+# (benchmarks/results/sgemm.md, wave 4): the C tile's update, not L1 room for B's panel,
+# bounds this kernel (L2 feeds 128 bytes of B per 28 FMAs easily), so a deep K block that
+# touches C K / 1024 times beats one whose KC x NR panel fits L1 (192: 0.84 of numpy at 2048,
+# 1024: 0.94-0.97); MC = 12 x 14 rows keeps the 168 x 1024 block of A in the 1 MiB L2
 AVX512_TARGET = Target(
-    "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
+    "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
     x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps,
 )  # fmt: skip
@@ -477,7 +482,7 @@ def tune_inputs() -> tuple[object, ...]:
     return (n, n, n, a, b, np.zeros((n, n), np.float32))
 
 
-space = tune.Space(kc=[384, 128, 192, 256, 512], mcb=[32, 16, 24, 48, 64, 96])
+space = tune.Space(kc=[384, 128, 192, 256, 512, 768, 1024], mcb=[32, 6, 12, 16, 24, 48, 64, 96])
 tunable = tune.Tunable(sgemm, schedule_tuned, space, tune_inputs)
 
 
@@ -485,6 +490,7 @@ def main() -> int:
     p = schedule(sgemm)
     print(p)
     sizes = [(6, 16, 256), (13, 37, 300), (64, 48, 512), (100, 100, 100), (257, 129, 515)]
+    sizes.append((43, 70, 1100))  # K blocks of the AVX-512 target (KC 1024) and a remainder
     err = check(p, sizes)
     print(f"\nmax |C - A @ B| / (|A| @ |B|) over {sizes}: {err:.1e}")
     if not err <= 1e-5:

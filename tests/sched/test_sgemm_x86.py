@@ -159,6 +159,17 @@ def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyP
     assert c.count("_mm512_mask_loadu_ps(") == 15 and c.count("_mm512_mask_storeu_ps(") == 14
 
 
+@pytest.mark.skipif("avx512f" not in cpu_features(), reason="this CPU lacks AVX-512")
+@pytest.mark.parametrize("kc, mcb", [(1024, 12), (16, 2)])
+def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int) -> None:
+    """The AVX-512 schedule, with its own blocking and with a small one (many K blocks, MC
+    blocks and their tails at small sizes), at sizes with every edge and a K remainder."""
+    t = script.AVX512_TARGET._replace(kc=kc, mcb=mcb)
+    p = script.schedule(script.sgemm, t)
+    sizes = [(1, 1, 1), (15, 33, 17), (29, 70, 2 * kc + 3), (61, 95, kc), (14, 32, kc + 1)]
+    assert script.check(p, sizes) <= 1e-5
+
+
 def test_replace_refuses_a_b_whose_rows_are_strided(script: ModuleType) -> None:
     """With B a window of any strides, ``stride(B, 1) == 1`` of the micro-kernel is not
     provable: ``replace`` refuses, naming the assert."""
