@@ -152,7 +152,12 @@ def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyP
     assert t is script.AVX512_TARGET and (t.mr, t.nr) == (14, 32)
     fast = script.schedule_microkernel(script.microkernel(t, "packed"), t)
     c = generate_unit("uk", [fast.ir()]).c_source
-    assert c.count("_mm512_fmadd_ps(") == 28 and "__m512 Ct[14][2];" in c
+    # k in chunks of 16 (and the tail): 28 FMAs in each; one row of C prefetched per chunk
+    assert c.count("_mm512_fmadd_ps(") == 2 * 28 and "__m512 Ct[14][2];" in c
+    loops = re.findall(r"for \(int_fast64_t (\w+) = 0; \1 < ([^;]+);", c)
+    assert loops == [("ko", "KC / 16"), ("ki", "16"), ("ki", "KC % 16")], loops
+    head, chunk = c.split("for (int_fast64_t ko", 1)
+    assert "_mm_prefetch(" not in head and chunk.count("(C + ko % 14 * C_stride_0)") == 2
     edge = script.schedule_edge_microkernel(script.edge_microkernel(t, None), t, None)
     c = generate_unit("uk", [edge.ir()]).c_source
     assert c.count("_mm512_mask3_fmadd_ps(") == 14 and "__m512 Ct[14];" in c
@@ -168,6 +173,15 @@ def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int) -> N
     p = script.schedule(script.sgemm, t)
     sizes = [(1, 1, 1), (15, 33, 17), (29, 70, 2 * kc + 3), (61, 95, kc), (14, 32, kc + 1)]
     assert script.check(p, sizes) <= 1e-5
+    if kc < 64:  # the interpreter (the instructions' bodies) agrees: every kernel, 2 K blocks
+        m, n, k = 31, 83, 2 * kc + 5
+        rng = np.random.default_rng(11)
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        c1, c2 = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
+        p.interpret(m, n, k, a, b, c1)
+        p.compile()(m, n, k, a, b, c2)
+        np.testing.assert_allclose(c1, c2, rtol=1e-5, atol=1e-5)
 
 
 def test_replace_refuses_a_b_whose_rows_are_strided(script: ModuleType) -> None:
