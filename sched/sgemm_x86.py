@@ -25,11 +25,14 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    each buffer allocated once): the KC x N strip of B as ``Bp[N / NR, KC, NR]`` once per
    ``ko``, each MC x KC block of A as ``Ap[MC / MR, KC, MR]`` once per ``(ko, ic)``, the rows
    past the last MC block as ``At``; the K remainder's ``Bq``, ``Aq``, ``Au``. The copies are
-   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``);
+   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); every
+   packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its
+   buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
    scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
-   (``insert_noop_call`` of ``mm_prefetch``), a row of Bp in registers, broadcast-FMA
+   (``insert_noop_call`` of ``mm_prefetch``: all before the ``k`` loop with AVX2, one row
+   per 16 steps of it with AVX-512, ``spread_prefetch``), a row of Bp in registers, broadcast-FMA
    instructions (``replace_all``), the register tile fully unrolled (``unroll_all``).
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
@@ -45,6 +48,7 @@ import numpy as np
 
 from cursched import (
     DRAM,
+    DRAM_KEPT,
     Memory,
     Proc,
     call_eqv,
@@ -60,6 +64,7 @@ from cursched import (
     rename,
     reorder_loops,
     resize_dim,
+    set_memory,
     shift_loop,
     simplify,
     specialize,
@@ -458,6 +463,11 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     by_name = {u.name(): f for u, f in zip(plain, fast, strict=True)}
     for c in calls.calls:
         p, _ = call_eqv(p, c, by_name[c.node().proc.name])
+    # every packed buffer kept between calls (its block reused: DRAM_KEPT), as OpenBLAS keeps
+    # its own: freed at every return, malloc's trimming gave the pages back and each call
+    # faulted them in again (109 faults per call at 256^3: 98 GF/s; kept, 208)
+    for buf in ("Bp", "Ap", "At", "Bq", "Aq", "Au", "Be"):
+        p, _ = set_memory(p, buf, DRAM_KEPT)
     p, _ = simplify(p)
     return p
 

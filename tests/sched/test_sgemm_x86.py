@@ -105,11 +105,14 @@ def test_microkernel_is_vector_code_without_a_scalar_inner_loop(scheduled: Proc)
     )
     assert "_mm256_loadu_ps(" not in masked and "_mm256_storeu_ps(" not in masked
     # the packed buffers are allocated once, outside every loop (the K remainder's and the
-    # right edge's in their ``if``, one level down)
-    mallocs = [ln for ln in _function(c, "sgemm").splitlines() if "malloc(" in ln]
-    names = sorted(ln.split("*")[1].split(" ")[0] for ln in mallocs)
-    assert names == ["Ap", "Aq", "At", "Au", "Be", "Bp", "Bq"], mallocs
-    assert all(ln.startswith(("    float *", "        float *")) for ln in mallocs), mallocs
+    # right edge's in their ``if``, one level down), and kept between calls (DRAM_KEPT)
+    body = _function(c, "sgemm")
+    assert "malloc(" not in body and "free(" not in body
+    allocs = [ln for ln in body.splitlines() if ln.lstrip().startswith("float *restrict")]
+    names = sorted(ln.split("restrict ")[1].split(" ")[0] for ln in allocs)
+    assert names == ["Ap", "Aq", "At", "Au", "Be", "Bp", "Bq"], allocs
+    assert all(ln.startswith(("    float *", "        float *")) for ln in allocs), allocs
+    assert body.count("cs_keep(&cs_kept_") == 7
 
 
 def test_no_scalar_update_of_c_is_left(scheduled: Proc) -> None:

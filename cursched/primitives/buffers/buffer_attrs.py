@@ -17,7 +17,7 @@ from cursched.errors import (
     ShapeMismatchError,
     TypeMismatchError,
 )
-from cursched.ir.memory import Memory
+from cursched.ir.memory import Memory, passes_for
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -118,7 +118,7 @@ def _call_mismatch(stmts: tuple[Stmt, ...], sym: Sym, mem: type[Memory]) -> Call
             continue
         for param, arg in zip(c.proc.args, c.args, strict=True):
             passed = isinstance(arg, Read | WindowExpr) and arg.sym in names
-            if passed and param.mem is not None and param.mem is not mem:
+            if passed and param.mem is not None and not passes_for(mem, param.mem):
                 return c
     return None
 
