@@ -141,7 +141,8 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
         3. if ``mem`` is not windowable, ``buf`` is never windowed nor passed to a call
            (``SetMemoryWindowedError``). Whether code can address the memory at all is the
            code generator's question (it raises a ``CodegenError``).
-        4. every call ``buf`` (or a window of it) is passed to takes it in ``mem``
+        4. every call ``buf`` (or a window of it) is passed to takes it in ``mem``, or in the
+           memory ``mem`` passes as (``passes_for``: ``DRAM_KEPT`` for ``DRAM``)
            (``SetMemoryCallError``).
 
     Forwards/Kills:
