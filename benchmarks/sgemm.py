@@ -13,11 +13,16 @@ printed.
 The micro-kernels are also timed alone on L1-resident data (``C[6, 16] += A @ B``, KC =
 384, repeated in a C loop, best of N interleaved), as the yardstick of the full sgemm in the
 same run: ours (``ukernel_rows``: A as rows, Exo's layout; ``ukernel_packed``: the packed
-panel the sgemm uses) and exo-lang's own AVX2 example ``examples/avx2_matmul/x86_matmul.py``
-(``rank_k_reduce_6x16_scheduled``), built at run time by the installed exo-lang from a copy of
-its repository: ``--exo PATH`` (the example file, a checkout of github.com/exo-lang/exo, or its
-bare git directory; default ``$CURSCHED_EXO_REPO``). Without exo-lang or the example, its row
-says why it was skipped. Nothing of Exo's is copied into cursched.
+panel of the sgemm's AVX2 target; on an AVX-512 CPU also the 14 x 32
+``ukernel_packed_avx512`` the sgemm runs there) and exo-lang's own AVX2 example
+``examples/avx2_matmul/x86_matmul.py`` (``rank_k_reduce_6x16_scheduled``), built at run
+time by the installed exo-lang from a copy of its repository: ``--exo PATH`` (the example
+file, a checkout of github.com/exo-lang/exo, or its bare git directory; default
+``$CURSCHED_EXO_REPO``). Without exo-lang or the example, its row says why it was skipped.
+Nothing of Exo's is copied into cursched.
+
+``--blocks KCxMCB,...`` times more cache blockings of the schedule in the same loop (one
+ratio column each, by CPU time).
 
 Run: python benchmarks/sgemm.py [--quick] [--reps N] [--sizes 256,512,...] [--exo PATH]
 """
@@ -154,6 +159,14 @@ double cs_time_packed(int64_t kc, int64_t reps, float *a, float *b, float *c) {
 }
 """
 
+_WIDE_HARNESS = """
+double cs_time_wide(int64_t kc, int64_t reps, float *a, float *b, float *c) {
+    double t0 = cs_now();
+    for (int64_t r = 0; r < reps; r++) ukernel_packed_avx512(kc, a, 14, 1, b, 32, 1, c, 32, 1);
+    return cs_now() - t0;
+}
+"""
+
 _EXO_HARNESS = """
 double cs_time_exo(int64_t kc, int64_t reps, float *a, float *b, float *c) {
     double t0 = cs_now();
@@ -209,7 +222,12 @@ def bench_microkernels(reps: int, exo_where: str) -> None:
     mod = runpy.run_path(str(ROOT / "sched" / "sgemm_x86.py"), run_name="sgemm_x86")
     t = mod["AVX2_TARGET"]
     fast = [mod["schedule_microkernel"](mod["microkernel"](t, k), t) for k in ("rows", "packed")]
+    wide = isa() == "avx512"  # and the AVX-512 target's 14 x 32 kernel, the sgemm's there
+    if wide:
+        w = mod["AVX512_TARGET"]
+        fast.append(mod["schedule_microkernel"](mod["microkernel"](w, "packed"), w))
     src = generate_unit("cs_uk", [p.ir() for p in fast]).c_source + _UK_HARNESS
+    src += _WIDE_HARNESS if wide else ""
     exo_c, exo_note = exo_microkernel_c(exo_where)
     if exo_c is not None:
         src += exo_c + _EXO_HARNESS
@@ -220,15 +238,20 @@ def bench_microkernels(reps: int, exo_where: str) -> None:
     a = rng.standard_normal(6 * kc).astype(np.float32) * 1e-3
     b = rng.standard_normal(kc * 16).astype(np.float32) * 1e-3
     c = np.zeros(6 * 16, np.float32)
-    names = ["rows", "packed"] + (["exo"] if exo_c is not None else [])
+    names = ["rows", "packed"] + (["exo"] if exo_c is not None else []) + (["wide"] * wide)
     best = dict.fromkeys(names, 1e9)
+    aw = rng.standard_normal(14 * kc).astype(np.float32) * 1e-3
+    bw = rng.standard_normal(kc * 32).astype(np.float32) * 1e-3
+    cw = np.zeros(14 * 32, np.float32)
     for _ in range(reps):
         for name in names:
             fn = getattr(lib, f"cs_time_{name}")
             fn.restype = ctypes.c_double
-            ptrs = [ctypes.c_void_p(x.ctypes.data) for x in (a, b, c)]
+            data = (aw, bw, cw) if name == "wide" else (a, b, c)
+            ptrs = [ctypes.c_void_p(x.ctypes.data) for x in data]
             best[name] = min(best[name], fn(ctypes.c_int64(kc), ctypes.c_int64(calls), *ptrs))
-    gf = {k: 2.0 * 6 * 16 * kc * calls / v / 1e9 for k, v in best.items()}
+    tile = {"wide": 14 * 32}
+    gf = {k: 2.0 * tile.get(k, 6 * 16) * kc * calls / v / 1e9 for k, v in best.items()}
     print(f"micro-kernels alone, 6 x 16, KC = {kc}, L1 data, by thread CPU time:")
     print(f"  ours (A rows, Exo's layout)  {gf['rows']:6.1f} GF/s")
     print(f"  ours (A packed, the sgemm's) {gf['packed']:6.1f} GF/s")
@@ -237,6 +260,8 @@ def bench_microkernels(reps: int, exo_where: str) -> None:
               f" ours (rows) / exo = {gf['rows'] / gf['exo']:.2f}")  # fmt: skip
     else:
         print(f"  exo example: skipped ({exo_note})")
+    if wide:
+        print(f"  ours AVX-512 14 x 32 (A packed, the sgemm's here) {gf['wide']:6.1f} GF/s")
     print()
 
 
@@ -246,16 +271,23 @@ def _time(f: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - w, time.thread_time() - c
 
 
-def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float]) -> None:
-    import runpy
-
+def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float], blocks: str) -> None:
+    """numpy against the schedule, at each n, interleaved; ``blocks`` (``"KCxMCB,..."``, or
+    empty for the script's own) adds one column per cache blocking, timed in the same loop."""
     mod = runpy.run_path(str(ROOT / "sched" / "sgemm_x86.py"), run_name="sgemm_x86")
     t0 = time.perf_counter()
-    ours = mod["schedule"](mod["sgemm"]).compile()
-    print(f"schedule + compile: {time.perf_counter() - t0:.1f} s\n")
+    ours = {"ours": mod["schedule"](mod["sgemm"]).compile()}
+    for spec in (s for s in blocks.split(",") if s):
+        kc, mcb = (int(x) for x in spec.split("x"))
+        ours[spec] = mod["schedule_tuned"](mod["sgemm"], kc, mcb).compile()
+    t = mod["target"]()
+    print(f"schedule + compile: {time.perf_counter() - t0:.1f} s; ours: {t.name} {t.mr} x {t.nr},"
+          f" KC = {t.kc}, MC = {t.mr * t.mcb}\n")  # fmt: skip
+    extra = [k for k in ours if k != "ours"]
     head = (
         f"{'n':>5} | {'numpy GF/s':>10} {'ours GF/s':>9} {'ours/np':>7} {'% peak':>6} |"
         f" {'numpy GF/s':>10} {'ours GF/s':>9} {'ours/np':>7} {'% peak':>6} | {'rel err':>7}"
+        + "".join(f" | {k + ' /np':>14}" for k in extra)
     )
     print(f"{'':5} | {'by wall clock':^36} | {'by thread CPU time':^36} |")
     print(head)
@@ -264,26 +296,31 @@ def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float]) -> None:
     for n in sizes:
         a = rng.standard_normal((n, n)).astype(np.float32)
         b = rng.standard_normal((n, n)).astype(np.float32)
-        c = np.empty((n, n), np.float32)
-        best = {"np": [1e9, 1e9], "ours": [1e9, 1e9]}
-        runs = {
-            "np": lambda a=a, b=b: np.matmul(a, b),
-            "ours": lambda n=n, a=a, b=b, c=c: ours(n, n, n, a, b, c),
+        c, c_np = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
+        best = {k: [1e9, 1e9] for k in ["np", *ours]}
+        runs: dict[str, Callable[[], object]] = {
+            "np": lambda a=a, b=b, c_np=c_np: np.matmul(a, b, out=c_np)
         }
+        for k, f in ours.items():
+            runs[k] = lambda n=n, a=a, b=b, c=c, f=f: f(n, n, n, a, b, c)
+        errs = []
+        want = a.astype(np.float64) @ b.astype(np.float64)
         for _ in range(reps):
             for name, f in runs.items():
+                c.fill(np.nan)
                 w, cpu = _time(f)
                 best[name][0] = min(best[name][0], w)
                 best[name][1] = min(best[name][1], cpu)
-        want = a.astype(np.float64) @ b.astype(np.float64)
-        err = float(np.max(np.abs(c - want)) / np.max(np.abs(want)))
+                if name != "np":
+                    errs.append(float(np.max(np.abs(c - want)) / np.max(np.abs(want))))
         fl = 2.0 * n**3
         cols = []
         for k in (0, 1):
             g_np, g_ours = fl / best["np"][k] / 1e9, fl / best["ours"][k] / 1e9
             pct = 100 * g_ours * 1e9 / peak[k]
             cols.append(f"{g_np:10.1f} {g_ours:9.1f} {g_ours / g_np:7.2f} {pct:5.0f}%")
-        print(f"{n:5d} | {cols[0]} | {cols[1]} | {err:7.1e}")
+        more = "".join(f" | {best['np'][1] / best[k][1]:14.2f}" for k in extra)
+        print(f"{n:5d} | {cols[0]} | {cols[1]} | {max(errs):7.1e}{more}")
 
 
 def main() -> int:
@@ -291,6 +328,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="n = 256, 512, 1000 only, 2 runs")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--sizes", default="")
+    ap.add_argument("--blocks", default="",
+                    help="more cache blockings, same run: KCxMCB,... (by CPU time)")  # fmt: skip
     ap.add_argument("--exo", default=os.environ.get("CURSCHED_EXO_REPO", ""),
                     help="exo's example file, a checkout, or its bare git directory")  # fmt: skip
     args = ap.parse_args()
@@ -320,7 +359,7 @@ def main() -> int:
         )
         if isa() in ("avx2", "avx512"):  # the AVX2 micro-kernels run on both
             bench_microkernels(max(reps, 3), args.exo)
-        bench_sizes(sizes, reps, peak)
+        bench_sizes(sizes, reps, peak, args.blocks)
     return 0
 
 

@@ -1,13 +1,14 @@
 """Where sched/sgemm_x86.py's sgemm spends its time: the whole proc against its parts, one run.
 
-The generated C of the schedule (the running CPU's AVX2 target) is built with a small timing
-harness around its micro-kernel ``ukernel_packed_avx2``; each part is timed by the thread's
-CPU time, best of N, interleaved with the others and with numpy (OpenBLAS at 1 thread):
+The generated C of the schedule (the running CPU's target: AVX2 or AVX-512) is built with a
+small timing harness around its micro-kernel ``ukernel_packed_<isa>``; each part is timed by
+the thread's CPU time, best of N, interleaved with the others and with numpy (OpenBLAS at 1
+thread):
 
 - ``full``: the scheduled ``sgemm`` proc (packing, edges, K remainder, zeroing of C);
 - ``kernel, packed``: the micro-kernel called in the proc's loop order (``ko, ic, jo, ir``)
   over panels packed once beforehand: the whole KC x MC blocks, no packing, no edges;
-- ``kernel, C in L1``: the same calls with C replaced by one L1-resident 6 x 16 tile: the
+- ``kernel, C in L1``: the same calls with C replaced by one L1-resident MR x NR tile: the
   difference to the row above is the cost of updating C;
 - ``kernel, L1 data``: one call repeated on L1-resident A, B and C (the ceiling);
 - ``packing``: the copies into the packed panels alone, as the proc does them (B's KC x N
@@ -32,6 +33,7 @@ import runpy
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -44,72 +46,74 @@ from cursched.platforms.x86 import isa
 
 _HARNESS = """
 #include <time.h>
-static double cs_now(void) {
+static double cs_now(void) {{
     struct timespec t;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+}}
 /* the micro-kernel in the proc's loop order over pre-packed panels, one MC x KC block of A
    for every MC block (as the proc's Ap, repacked in place: warm in L2); one_tile: C is one
-   6 x 16 tile (ldc 16) */
+   MR x NR tile (ldc NR) */
 double cs_macro(int64_t M, int64_t N, int64_t K, int64_t KC, int64_t MCB, float *Ap,
-                float *Bp, float *C, int64_t one_tile) {
+                float *Bp, float *C, int64_t one_tile) {{
     double t0 = cs_now();
     for (int64_t ko = 0; ko < K / KC; ko++)
-        for (int64_t ic = 0; ic < M / (6 * MCB); ic++)
-            for (int64_t jo = 0; jo < N / 16; jo++)
-                for (int64_t ir = 0; ir < MCB; ir++) {
-                    float *c = one_tile ? C : C + (6 * MCB * ic + 6 * ir) * N + 16 * jo;
-                    ukernel_packed_avx2(KC, Ap + ir * 6 * KC, 6, 1,
-                                        Bp + jo * 16 * KC, 16, 1, c, one_tile ? 16 : N, 1);
-                }
+        for (int64_t ic = 0; ic < M / ({mr} * MCB); ic++)
+            for (int64_t jo = 0; jo < N / {nr}; jo++)
+                for (int64_t ir = 0; ir < MCB; ir++) {{
+                    float *c = one_tile ? C : C + ({mr} * MCB * ic + {mr} * ir) * N + {nr} * jo;
+                    ukernel_packed_{name}(KC, Ap + ir * {mr} * KC, {mr}, 1,
+                                        Bp + jo * {nr} * KC, {nr}, 1, c, one_tile ? {nr} : N, 1);
+                }}
     return cs_now() - t0;
-}
-double cs_l1(int64_t KC, int64_t reps, float *a, float *b, float *c) {
+}}
+double cs_l1(int64_t KC, int64_t reps, float *a, float *b, float *c) {{
     double t0 = cs_now();
-    for (int64_t r = 0; r < reps; r++) ukernel_packed_avx2(KC, a, 6, 1, b, 16, 1, c, 16, 1);
+    for (int64_t r = 0; r < reps; r++)
+        ukernel_packed_{name}(KC, a, {mr}, 1, b, {nr}, 1, c, {nr}, 1);
     return cs_now() - t0;
-}
-/* the proc's copies: Bp[N/16][KC][16] per K block, Ap[MCB][KC][6] per (K block, MC block) */
+}}
+/* the proc's copies: Bp[N/{nr}][KC][{nr}] per K block, Ap[MCB][KC][{mr}] per (K block, MC block) */
 double cs_pack(int64_t M, int64_t N, int64_t K, int64_t KC, int64_t MCB, float *A, float *B,
-               float *Ap, float *Bp) {
+               float *Ap, float *Bp) {{
     double t0 = cs_now();
-    for (int64_t ko = 0; ko < K / KC; ko++) {
+    for (int64_t ko = 0; ko < K / KC; ko++) {{
         for (int64_t k = 0; k < KC; k++)
-            for (int64_t xo = 0; xo < N / 16; xo++)
-                for (int64_t xi = 0; xi < 16; xi++)
-                    Bp[xo * 16 * KC + k * 16 + xi] = B[(KC * ko + k) * N + 16 * xo + xi];
-        for (int64_t ic = 0; ic < M / (6 * MCB); ic++)
+            for (int64_t xo = 0; xo < N / {nr}; xo++)
+                for (int64_t xi = 0; xi < {nr}; xi++)
+                    Bp[xo * {nr} * KC + k * {nr} + xi] = B[(KC * ko + k) * N + {nr} * xo + xi];
+        for (int64_t ic = 0; ic < M / ({mr} * MCB); ic++)
             for (int64_t xo = 0; xo < MCB; xo++)
                 for (int64_t k = 0; k < KC; k++)
-                    for (int64_t xi = 0; xi < 6; xi++)
-                        Ap[xo * 6 * KC + k * 6 + xi] = A[(6 * MCB * ic + 6 * xo + xi) * K
-                                                         + KC * ko + k];
-    }
+                    for (int64_t xi = 0; xi < {mr}; xi++)
+                        Ap[xo * {mr} * KC + k * {mr} + xi] =
+                            A[({mr} * MCB * ic + {mr} * xo + xi) * K + KC * ko + k];
+    }}
     return cs_now() - t0;
-}
-double cs_full(int64_t M, int64_t N, int64_t K, float *A, float *B, float *C) {
+}}
+double cs_full(int64_t M, int64_t N, int64_t K, float *A, float *B, float *C) {{
     double t0 = cs_now();
     sgemm(M, N, K, A, B, C);
     return cs_now() - t0;
-}
+}}
 """
 
 
-def build(kc: int, mcb: int) -> ctypes.CDLL:
-    """The schedule with ``kc`` and ``mcb`` (``schedule_tuned``), built with the harness."""
+def build(t: Any, kc: int, mcb: int) -> ctypes.CDLL:
+    """The schedule for target ``t`` with ``kc`` and ``mcb`` (``schedule_tuned``), built with
+    the harness."""
     mod = runpy.run_path(str(ROOT / "sched" / "sgemm_x86.py"), run_name="sgemm_x86")
     p = mod["schedule_tuned"](mod["sgemm"], kc, mcb)
-    src = p.compile().c_source + _HARNESS
-    built = build_library(f"cs_sgemm_parts_{kc}_{mcb}", src, ("-O3", "-march=native", "-fPIC",
-                          "-shared"))  # fmt: skip
+    src = p.compile().c_source + _HARNESS.format(name=t.name, mr=t.mr, nr=t.nr)
+    flags = ("-O3", "-march=native", "-fPIC", "-shared")
+    built = build_library(f"cs_sgemm_parts_{t.name}_{kc}_{mcb}", src, flags)
     lib = ctypes.CDLL(str(built.lib_path))
     for name in ("cs_macro", "cs_l1", "cs_pack", "cs_full"):
         getattr(lib, name).restype = ctypes.c_double
     return lib
 
 
-def measure(lib: ctypes.CDLL, n: int, kc: int, mcb: int, reps: int) -> dict[str, float]:
+def measure(lib: ctypes.CDLL, t: Any, n: int, kc: int, mcb: int, reps: int) -> dict[str, float]:
     """Seconds (best of ``reps``, thread CPU time) of each part at ``n`` x ``n`` x ``n``."""
     i64, ptr = ctypes.c_int64, lambda x: ctypes.c_void_p(x.ctypes.data)
     rng = np.random.default_rng(0)
@@ -117,9 +121,10 @@ def measure(lib: ctypes.CDLL, n: int, kc: int, mcb: int, reps: int) -> dict[str,
     b = rng.standard_normal((n, n)).astype(np.float32)
     c = np.zeros((n, n), np.float32)
     ap, bp = np.zeros(n * kc + 64, np.float32), np.zeros(n * kc + 64, np.float32)
-    tile = np.zeros(96, np.float32)
-    la, lb = np.full(6 * kc, 1e-3, np.float32), np.full(16 * kc, 1e-3, np.float32)
-    calls = max(1, (n // (6 * mcb)) * (n // 16) * mcb * (n // kc))  # the macro rows' calls
+    mr, nr = t.mr, t.nr
+    tile = np.zeros(mr * nr, np.float32)
+    la, lb = np.full(mr * kc, 1e-3, np.float32), np.full(nr * kc, 1e-3, np.float32)
+    calls = max(1, (n // (mr * mcb)) * (n // nr) * mcb * (n // kc))  # the macro rows' calls
     dims = (i64(n), i64(n), i64(n))
     parts = {
         "full": lambda: lib.cs_full(*dims, ptr(a), ptr(b), ptr(c)),
@@ -142,15 +147,17 @@ def measure(lib: ctypes.CDLL, n: int, kc: int, mcb: int, reps: int) -> dict[str,
     return best
 
 
-def report(n: int, kc: int, mcb: int, best: dict[str, float]) -> None:
+def report(t: Any, n: int, kc: int, mcb: int, best: dict[str, float]) -> None:
     """One table: GF/s of each part (the kernel rows over the flops of the whole blocks they
     run), and for packing its time as a share of the full proc's."""
     flops = 2.0 * n**3
-    blocks = 2.0 * (n // (6 * mcb) * 6 * mcb) * (n // 16 * 16) * (n // kc * kc)
+    mr, nr = t.mr, t.nr
+    blocks = 2.0 * (n // (mr * mcb) * mr * mcb) * (n // nr * nr) * (n // kc * kc)
     full = flops / best["full"] / 1e9
-    print(f"n = {n}, KC = {kc}, MC = {6 * mcb}: numpy {flops / best['numpy'] / 1e9:.1f} GF/s")
+    np_rate = flops / best["numpy"] / 1e9
+    print(f"n = {n}, {t.name} {mr} x {nr}, KC = {kc}, MC = {mr * mcb}: numpy {np_rate:.1f} GF/s")
     print(f"  {'full':16} {full:6.1f} GF/s  full / numpy = {best['numpy'] / best['full']:.2f}")
-    for name in ("kernel, packed", "kernel, C in L1", "kernel, L1 data"):
+    for name in ("kernel, packed", "kernel, C in L1", "kernel, L1 data") if blocks else ():
         rate = blocks / best[name] / 1e9
         print(f"  {name:16} {rate:6.1f} GF/s  full / this = {full / rate:.2f}")
     pack = best["packing"]
@@ -166,20 +173,21 @@ def main() -> int:
     ap.add_argument("--kc", type=int, default=0, help="K block (default: the script's)")
     ap.add_argument("--mcb", type=int, default=0, help="MR-row tiles per MC block")
     args = ap.parse_args()
-    if isa() != "avx2":
-        print(f"sgemm_parts: times the AVX2 target; this CPU's isa() is {isa()}")
+    if isa() not in ("avx2", "avx512"):
+        print(f"sgemm_parts: this CPU's isa() is {isa()}, neither AVX2 nor AVX-512")
         return 0
     mod = runpy.run_path(str(ROOT / "sched" / "sgemm_x86.py"), run_name="sgemm_x86")
-    kc, mcb = args.kc or mod["AVX2_TARGET"].kc, args.mcb or mod["AVX2_TARGET"].mcb
+    t = mod["target"]()
+    kc, mcb = args.kc or t.kc, args.mcb or t.mcb
     sizes, reps = [int(s) for s in args.sizes.split(",") if s], args.reps
     if args.quick:
         sizes, reps = [1024], 3
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; thread CPU time,"
           f" best of {reps}, interleaved\n")  # fmt: skip
-    lib = build(kc, mcb)
+    lib = build(t, kc, mcb)
     with threadpool_limits(1):
         for n in sizes:
-            report(n, kc, mcb, measure(lib, n, kc, mcb, reps))
+            report(t, n, kc, mcb, measure(lib, t, n, kc, mcb, reps))
     return 0
 
 

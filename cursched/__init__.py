@@ -38,6 +38,7 @@ from cursched.ir.barrier import SYNC_THREADS as _SYNC_THREADS
 from cursched.ir.config import config
 from cursched.ir.memory import (
     DRAM,
+    DRAM_KEPT,
     DRAM_STACK,
     DRAM_STATIC,
     GLOBAL,
@@ -59,6 +60,7 @@ except _PackageNotFoundError:  # run from a source tree that was never installed
 
 __all__ = [
     "DRAM",
+    "DRAM_KEPT",
     "DRAM_STACK",
     "DRAM_STATIC",
     "GLOBAL",

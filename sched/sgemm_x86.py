@@ -25,11 +25,14 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    each buffer allocated once): the KC x N strip of B as ``Bp[N / NR, KC, NR]`` once per
    ``ko``, each MC x KC block of A as ``Ap[MC / MR, KC, MR]`` once per ``(ko, ic)``, the rows
    past the last MC block as ``At``; the K remainder's ``Bq``, ``Aq``, ``Au``. The copies are
-   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``);
+   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); every
+   packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its
+   buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
    scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
-   (``insert_noop_call`` of ``mm_prefetch``), a row of Bp in registers, broadcast-FMA
+   (``insert_noop_call`` of ``mm_prefetch``: all before the ``k`` loop with AVX2, one row
+   per 16 steps of it with AVX-512, ``spread_prefetch``), a row of Bp in registers, broadcast-FMA
    instructions (``replace_all``), the register tile fully unrolled (``unroll_all``).
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
@@ -45,6 +48,7 @@ import numpy as np
 
 from cursched import (
     DRAM,
+    DRAM_KEPT,
     Memory,
     Proc,
     call_eqv,
@@ -60,6 +64,7 @@ from cursched import (
     rename,
     reorder_loops,
     resize_dim,
+    set_memory,
     shift_loop,
     simplify,
     specialize,
@@ -90,7 +95,7 @@ class Target(NamedTuple):
     lanes: int
     mr: int  # rows of the register tile
     nr: int  # columns of the register tile (a multiple of lanes)
-    kc: int  # depth of a K block (KC * NR floats of packed B stay in L1)
+    kc: int  # depth of a K block (measured: B's KC x NR panel in L1 or L2, see below)
     mcb: int  # MR-row tiles per MC block (MC * KC floats of packed A stay in L2)
     load: Proc
     store: Proc
@@ -100,6 +105,7 @@ class Target(NamedTuple):
     maskfmadd: Proc
     zero: Proc  # the register tile's start (accumulated from zero, BLIS's micro-kernel)
     storeadd: Proc  # C += the tile, at the end
+    spread: int = 0  # prefetch C's rows all before the k loop (0), or one every spread k
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -109,10 +115,15 @@ AVX2_TARGET = Target(
     x86.mm256_fmadd_ps_broadcast, x86.mm256_maskload_ps, x86.mm256_maskstore_ps,
     x86.mm256_mask_fmadd_ps_broadcast, x86.mm256_setzero_ps, x86.mm256_storeu_add_ps,
 )  # fmt: skip
+# kc and mcb: measured on the AMD EPYC (Zen 5, family 26) kind, 1024^3 and 2048^3
+# (benchmarks/results/sgemm.md, wave 4): the C tile's update, not L1 room for B's panel,
+# bounds this kernel (L2 feeds 128 bytes of B per 28 FMAs easily), so a deep K block that
+# touches C K / 1024 times beats one whose KC x NR panel fits L1 (192: 0.84 of numpy at 2048,
+# 1024: 0.94-0.97); MC = 12 x 14 rows keeps the 168 x 1024 block of A in the 1 MiB L2
 AVX512_TARGET = Target(
-    "avx512", x86.AVX512, 16, 14, 32, 192, 24, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
+    "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
-    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps,
+    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16,
 )  # fmt: skip
 
 
@@ -171,12 +182,30 @@ def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
     p, _ = replace_all(p, [t.load, t.fmadd, t.store, t.zero, t.storeadd])
     p, _ = unroll_all(p, [ct.load, ct.store, bv.load, p.forward(k).body()[-1]])
-    if accum:
+    if accum and t.spread:
+        p = spread_prefetch(p, p.forward(k), t)
+    elif accum:
         for i in range(t.mr):
             for j in range(0, t.nr, 16):
                 gap = p.forward(k).before()
                 p, _ = insert_noop_call(p, gap, x86.mm_prefetch_lines, [f"C[{i}, {j}:{j + 16}]"])
     p, _ = rename(p, f"{uk.name()}_{t.name}")
+    return p
+
+
+def spread_prefetch(p: Proc, k: ForCursor, t: Target) -> Proc:
+    """Prefetch C's rows during the ``k`` loop, not all before it: ``k`` split by
+    ``t.spread`` (the tail cut off), row ``ko % MR`` prefetched before each chunk of
+    ``t.spread`` steps. Measured on the Zen 5 kind (AVX-512, 14 rows of 3 lines): the 42
+    prefetches at the start, all missing to L3 or memory at once, held the miss buffers the
+    packed A and B stream through (+3-4% at 1024^3 and 2048^3 spread, none without any
+    prefetch); a row fetched again later is an L1 hit, and the last fetches land near the
+    update at the end."""
+    p, sk = split(p, k, t.spread, ("ko", "ki"), tail="cut")
+    for j in range(0, t.nr, 16):
+        gap = p.forward(sk.inner).before()
+        row = f"C[ko % {t.mr}, {j}:{j + 16}]"
+        p, _ = insert_noop_call(p, gap, x86.mm_prefetch_lines, [row])
     return p
 
 
@@ -434,6 +463,11 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     by_name = {u.name(): f for u, f in zip(plain, fast, strict=True)}
     for c in calls.calls:
         p, _ = call_eqv(p, c, by_name[c.node().proc.name])
+    # every packed buffer kept between calls (its block reused: DRAM_KEPT), as OpenBLAS keeps
+    # its own: freed at every return, malloc's trimming gave the pages back and each call
+    # faulted them in again (109 faults per call at 256^3: 98 GF/s; kept, 208)
+    for buf in ("Bp", "Ap", "At", "Bq", "Aq", "Au", "Be"):
+        p, _ = set_memory(p, buf, DRAM_KEPT)
     p, _ = simplify(p)
     return p
 
@@ -477,7 +511,7 @@ def tune_inputs() -> tuple[object, ...]:
     return (n, n, n, a, b, np.zeros((n, n), np.float32))
 
 
-space = tune.Space(kc=[384, 128, 192, 256, 512], mcb=[32, 16, 24, 48, 64, 96])
+space = tune.Space(kc=[384, 128, 192, 256, 512, 768, 1024], mcb=[32, 6, 12, 16, 24, 48, 64, 96])
 tunable = tune.Tunable(sgemm, schedule_tuned, space, tune_inputs)
 
 
@@ -485,6 +519,7 @@ def main() -> int:
     p = schedule(sgemm)
     print(p)
     sizes = [(6, 16, 256), (13, 37, 300), (64, 48, 512), (100, 100, 100), (257, 129, 515)]
+    sizes.append((43, 70, 1100))  # K blocks of the AVX-512 target (KC 1024) and a remainder
     err = check(p, sizes)
     print(f"\nmax |C - A @ B| / (|A| @ |B|) over {sizes}: {err:.1e}")
     if not err <= 1e-5:

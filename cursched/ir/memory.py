@@ -17,6 +17,8 @@ Hooks (class methods; every argument is C text; every default is plain row-major
 * ``c_access(name, ctype, shape, idx)``: the C lvalue of one element (Exo's ``read`` and
   ``write``), ``None`` for ``name[offset]``. Consulted only when ``addressable`` is true:
   scalar code never touches a non-addressable memory.
+* ``passes_as``: a memory whose parameters also take this memory's buffers (the same C
+  pointer; only the allocation differs): ``DRAM_KEPT`` buffers are passed for ``DRAM``.
 * ``requires``: CPU features (``/proc/cpuinfo`` flag names) the running CPU must have for
   code using the memory; ``Proc.compile`` refuses with a ``CodegenError`` when one is
   missing (``cursched.codegen.cpu``).
@@ -56,6 +58,9 @@ class Memory:
     windowable: ClassVar[bool] = True
     #: CPU features (``/proc/cpuinfo`` flag names, e.g. ``"avx2"``) that code using it needs.
     requires: ClassVar[tuple[str, ...]] = ()
+    #: A memory whose buffers a parameter in it also takes (same addressing and C pointer;
+    #: only the allocation differs): ``DRAM_KEPT`` buffers are passed for ``DRAM`` ones.
+    passes_as: ClassVar[type[Memory] | None] = None
 
     @classmethod
     def name(cls) -> str:
@@ -136,6 +141,20 @@ class DRAM_STATIC(Memory):  # noqa: N801 - the name users know from Exo
         return ""
 
 
+class DRAM_KEPT(Memory):  # noqa: N801 - named like Exo's DRAM memories
+    """Main memory kept between calls: the C backend keeps one heap block per allocation
+    site and thread (``static _Thread_local``), grows it when a call needs more and never
+    frees it. For the packing buffers of a proc called many times (OpenBLAS keeps its
+    buffers too): a block of 100s of KiB freed at every return is given back to the
+    system by ``malloc``'s trimming and faulted in again, page by page, on the next call.
+    Allocation failures are reported as for ``DRAM``. A site's block is reused by the
+    next execution of the site on the same thread, which is sound because an allocation's
+    lifetime ends with its block and procs do not recurse. Its buffers are passed for
+    ``DRAM`` parameters (``passes_as``): a callee sees the same pointer."""
+
+    passes_as = DRAM
+
+
 class GLOBAL(Memory):
     """CUDA global memory."""
 
@@ -155,6 +174,12 @@ class REGISTER(Memory):
     windowable = False
 
 
+def passes_for(have: object, want: object) -> bool:
+    """Whether a buffer in memory ``have`` may be passed for a parameter in ``want``: the
+    same memory, or ``have.passes_as`` is ``want``."""
+    return have is want or (want is not None and getattr(have, "passes_as", None) is want)
+
+
 BUILTIN_MEMORIES: dict[str, type[Memory]] = {
-    m.__name__: m for m in (DRAM, DRAM_STACK, DRAM_STATIC, GLOBAL, SHARED, REGISTER)
+    m.__name__: m for m in (DRAM, DRAM_STACK, DRAM_STATIC, DRAM_KEPT, GLOBAL, SHARED, REGISTER)
 }

@@ -63,7 +63,7 @@ import numpy as np
 from cursched.errors import IRVerificationError, SrcInfo
 from cursched.ir.config import ConfigField
 from cursched.ir.externs import EXTERNS
-from cursched.ir.memory import DRAM, Memory
+from cursched.ir.memory import DRAM, Memory, passes_for
 from cursched.ir.nodes import (
     ARITH_OPS,
     BOOL_OPS,
@@ -445,7 +445,7 @@ class _Verifier:
             return
         assert isinstance(e, Read | WindowExpr)
         have = self.env[e.sym].mem
-        if have is not param.mem:
+        if not passes_for(have, param.mem):
             names = [getattr(m, "__name__", repr(m)) for m in (have, param.mem)]
             self.fail(
                 "call-args", path, f"{e.sym!r} lives in {names[0]}, the parameter in {names[1]}"

@@ -105,11 +105,14 @@ def test_microkernel_is_vector_code_without_a_scalar_inner_loop(scheduled: Proc)
     )
     assert "_mm256_loadu_ps(" not in masked and "_mm256_storeu_ps(" not in masked
     # the packed buffers are allocated once, outside every loop (the K remainder's and the
-    # right edge's in their ``if``, one level down)
-    mallocs = [ln for ln in _function(c, "sgemm").splitlines() if "malloc(" in ln]
-    names = sorted(ln.split("*")[1].split(" ")[0] for ln in mallocs)
-    assert names == ["Ap", "Aq", "At", "Au", "Be", "Bp", "Bq"], mallocs
-    assert all(ln.startswith(("    float *", "        float *")) for ln in mallocs), mallocs
+    # right edge's in their ``if``, one level down), and kept between calls (DRAM_KEPT)
+    body = _function(c, "sgemm")
+    assert "malloc(" not in body and "free(" not in body
+    allocs = [ln for ln in body.splitlines() if ln.lstrip().startswith("float *restrict")]
+    names = sorted(ln.split("restrict ")[1].split(" ")[0] for ln in allocs)
+    assert names == ["Ap", "Aq", "At", "Au", "Be", "Bp", "Bq"], allocs
+    assert all(ln.startswith(("    float *", "        float *")) for ln in allocs), allocs
+    assert body.count("cs_keep(&cs_kept_") == 7
 
 
 def test_no_scalar_update_of_c_is_left(scheduled: Proc) -> None:
@@ -152,11 +155,36 @@ def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyP
     assert t is script.AVX512_TARGET and (t.mr, t.nr) == (14, 32)
     fast = script.schedule_microkernel(script.microkernel(t, "packed"), t)
     c = generate_unit("uk", [fast.ir()]).c_source
-    assert c.count("_mm512_fmadd_ps(") == 28 and "__m512 Ct[14][2];" in c
+    # k in chunks of 16 (and the tail): 28 FMAs in each; one row of C prefetched per chunk
+    assert c.count("_mm512_fmadd_ps(") == 2 * 28 and "__m512 Ct[14][2];" in c
+    loops = re.findall(r"for \(int_fast64_t (\w+) = 0; \1 < ([^;]+);", c)
+    assert loops == [("ko", "KC / 16"), ("ki", "16"), ("ki", "KC % 16")], loops
+    head, chunk = c.split("for (int_fast64_t ko", 1)
+    assert "_mm_prefetch(" not in head and chunk.count("(C + ko % 14 * C_stride_0)") == 2
     edge = script.schedule_edge_microkernel(script.edge_microkernel(t, None), t, None)
     c = generate_unit("uk", [edge.ir()]).c_source
     assert c.count("_mm512_mask3_fmadd_ps(") == 14 and "__m512 Ct[14];" in c
     assert c.count("_mm512_mask_loadu_ps(") == 15 and c.count("_mm512_mask_storeu_ps(") == 14
+
+
+@pytest.mark.skipif("avx512f" not in cpu_features(), reason="this CPU lacks AVX-512")
+@pytest.mark.parametrize("kc, mcb", [(1024, 12), (16, 2)])
+def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int) -> None:
+    """The AVX-512 schedule, with its own blocking and with a small one (many K blocks, MC
+    blocks and their tails at small sizes), at sizes with every edge and a K remainder."""
+    t = script.AVX512_TARGET._replace(kc=kc, mcb=mcb)
+    p = script.schedule(script.sgemm, t)
+    sizes = [(1, 1, 1), (15, 33, 17), (29, 70, 2 * kc + 3), (61, 95, kc), (14, 32, kc + 1)]
+    assert script.check(p, sizes) <= 1e-5
+    if kc < 64:  # the interpreter (the instructions' bodies) agrees: every kernel, 2 K blocks
+        m, n, k = 31, 83, 2 * kc + 5
+        rng = np.random.default_rng(11)
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((k, n)).astype(np.float32)
+        c1, c2 = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
+        p.interpret(m, n, k, a, b, c1)
+        p.compile()(m, n, k, a, b, c2)
+        np.testing.assert_allclose(c1, c2, rtol=1e-5, atol=1e-5)
 
 
 def test_replace_refuses_a_b_whose_rows_are_strided(script: ModuleType) -> None:

@@ -45,6 +45,21 @@ _ALLOC = {
         "    return p;\n"
         "}"
     ),
+    # a DRAM_KEPT allocation: this thread's block of the site, grown when too small; page
+    # aligned (sgemm's packed panels: 1-3% faster than malloc's 16-byte alignment, measured)
+    "cs_keep": (
+        "static inline void *cs_keep(void **block, size_t *cap, size_t bytes) {\n"
+        "    if (*block == NULL || bytes > *cap) {\n"
+        "        free(*block);\n"
+        "        if (bytes == SIZE_MAX || posix_memalign(block, 4096, bytes ? bytes : 1) != 0) {\n"
+        "            *block = NULL;\n"
+        "            __atomic_fetch_add(&cs_alloc_failures, 1u, __ATOMIC_RELAXED);\n"
+        "        }\n"
+        "        *cap = *block != NULL ? bytes : 0;\n"
+        "    }\n"
+        "    return *block;\n"
+        "}"
+    ),
 }
 
 

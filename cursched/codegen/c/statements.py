@@ -53,7 +53,7 @@ from cursched.codegen.c.expressions import (
 from cursched.codegen.c.helpers import Helpers
 from cursched.codegen.c.naming import Namer
 from cursched.errors import CodegenError
-from cursched.ir.memory import DRAM, Memory
+from cursched.ir.memory import DRAM, DRAM_KEPT, Memory
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -316,7 +316,7 @@ class FunctionGen:
             for d in shape[1:]:
                 count = mul(count, d)
             return [f"{ind}{ct} {name}[{count}];"]
-        if not _uses_malloc(mem):
+        if mem is not DRAM_KEPT and not _uses_malloc(mem):
             frees.append(mem.c_free(name, ct, shape))
             return _indent(mem.c_alloc(name, ct, shape), ind)
         # The default heap allocation, checked: see ``_alloc_failed``.
@@ -324,13 +324,20 @@ class FunctionGen:
         nbytes_c = f"sizeof({ct})"
         for d in shape:
             nbytes_c = f"cs_mul_sz({nbytes_c}, {strip(d)})"
-        out = [
-            f"{ind}{ct} *{name} = ({ct} *)cs_malloc({nbytes_c});",
-            f"{ind}if ({name} == NULL) {{",
-            *self._alloc_failed(ind + IND),
-            f"{ind}}}",
-        ]
-        frees.append(mem.c_free(name, ct, shape))
+        if mem is DRAM_KEPT:  # the site's block of this thread, never freed (its docstring)
+            self.ex.helpers.need("cs_keep")
+            kept = f"cs_kept_{name}"
+            out = [
+                f"{ind}static _Thread_local void *{kept};",
+                f"{ind}static _Thread_local size_t {kept}_bytes;",
+                f"{ind}{ct} *restrict {name} =",
+                f"{ind}    ({ct} *)cs_keep(&{kept}, &{kept}_bytes, {nbytes_c});",
+            ]
+        else:
+            out = [f"{ind}{ct} *{name} = ({ct} *)cs_malloc({nbytes_c});"]
+        out += [f"{ind}if ({name} == NULL) {{", *self._alloc_failed(ind + IND), f"{ind}}}"]
+        if mem is not DRAM_KEPT:  # after the failure path, which must not free it
+            frees.append(mem.c_free(name, ct, shape))
         return out
 
     def _alloc_failed(self, ind: str) -> list[str]:

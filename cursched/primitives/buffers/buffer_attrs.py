@@ -17,7 +17,7 @@ from cursched.errors import (
     ShapeMismatchError,
     TypeMismatchError,
 )
-from cursched.ir.memory import Memory
+from cursched.ir.memory import Memory, passes_for
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -118,7 +118,7 @@ def _call_mismatch(stmts: tuple[Stmt, ...], sym: Sym, mem: type[Memory]) -> Call
             continue
         for param, arg in zip(c.proc.args, c.args, strict=True):
             passed = isinstance(arg, Read | WindowExpr) and arg.sym in names
-            if passed and param.mem is not None and param.mem is not mem:
+            if passed and param.mem is not None and not passes_for(mem, param.mem):
                 return c
     return None
 
@@ -141,7 +141,8 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
         3. if ``mem`` is not windowable, ``buf`` is never windowed nor passed to a call
            (``SetMemoryWindowedError``). Whether code can address the memory at all is the
            code generator's question (it raises a ``CodegenError``).
-        4. every call ``buf`` (or a window of it) is passed to takes it in ``mem``
+        4. every call ``buf`` (or a window of it) is passed to takes it in ``mem``, or in the
+           memory ``mem`` passes as (``passes_for``: ``DRAM_KEPT`` for ``DRAM``)
            (``SetMemoryCallError``).
 
     Forwards/Kills:

@@ -29,7 +29,7 @@ from cursched.analysis.context import PathContext, context_of
 from cursched.errors import ShapeMismatchError
 from cursched.ir.config import ConfigField
 from cursched.ir.externs import same_extern
-from cursched.ir.memory import Memory
+from cursched.ir.memory import Memory, passes_for
 from cursched.ir.nodes import (
     Alloc,
     Assign,
@@ -364,7 +364,7 @@ class Unifier:
     def _check_memory(self, param: Sym, sym: Sym, path: Path, where: str) -> None:
         want = self.params[param].mem
         have = self.memory(sym, path)
-        if have is not want:
+        if not passes_for(have, want):
             hn = have.name() if have is not None else "?"
             wn = want.name() if want is not None else "?"
             raise UnifyMemoryError(
