@@ -143,8 +143,9 @@ class DRAM_STATIC(Memory):  # noqa: N801 - the name users know from Exo
 
 class DRAM_KEPT(Memory):  # noqa: N801 - named like Exo's DRAM memories
     """Main memory kept between calls: the C backend keeps one heap block per allocation
-    site and thread (``static _Thread_local``), grows it when a call needs more and never
-    frees it. For the packing buffers of a proc called many times (OpenBLAS keeps its
+    site and thread (``static _Thread_local``), grows it when a call needs more and frees
+    it when the thread ends (a pthread key's destructor) or the library is unloaded, not at
+    the proc's return. For the packing buffers of a proc called many times (OpenBLAS keeps its
     buffers too): a block of 100s of KiB freed at every return is given back to the
     system by ``malloc``'s trimming and faulted in again, page by page, on the next call.
     Allocation failures are reported as for ``DRAM``. A site's block is reused by the

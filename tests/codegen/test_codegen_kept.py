@@ -1,5 +1,5 @@
 """``DRAM_KEPT``: a heap buffer kept between calls (one block per allocation site and thread,
-grown on demand, never freed), passed for ``DRAM`` parameters (``passes_as``).
+grown on demand, freed when its thread ends), passed for ``DRAM`` parameters (``passes_as``).
 
 Compiled calls that may fail to allocate run in a child process, as in test_codegen_sizes.py.
 """
@@ -41,10 +41,13 @@ def kept_copy(n: size, m: size, x: f32[n] @ DRAM):
 
 def test_kept_buffer_is_a_static_block_never_freed() -> None:
     c = generate_unit("kept_copy", [kept_copy.ir()]).c_source
-    assert "static _Thread_local void *cs_kept_t;" in c
-    assert "float *restrict t =\n        (float *)cs_keep(&cs_kept_t, &cs_kept_t_bytes," in c
+    assert "static _Thread_local cs_keep_site cs_kept_t;" in c
+    assert "float *restrict t = (float *)cs_keep(&cs_kept_t, cs_mul_sz(" in c
     assert "if (t == NULL) {" in c  # a failure is reported as for DRAM
-    assert "free(t)" not in c and "posix_memalign(block, 4096," in c
+    assert "free(t)" not in c and "posix_memalign(&k->block, 4096," in c
+    # a thread's blocks are freed when it ends (the key's destructor), and on unloading
+    assert "pthread_key_create(&cs_keep_key, cs_keep_release)" in c
+    assert "__attribute__((destructor)) static void cs_keep_unload(void)" in c
 
 
 def test_kept_buffer_grows_and_stays_right() -> None:
@@ -116,3 +119,53 @@ def test_failed_kept_allocation_raises_allocation_error(codegen_cache: Path) -> 
         "AllocationError",
         "[2.0, 2.0, 2.0, 2.0]",
     ]
+
+
+_THREADS_CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    import numpy as np
+    sys.path.insert(0, {here!r})
+    import test_codegen_kept as m
+
+    def rss_mb():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+
+    f = m.kept_copy.compile()
+    n = 1 << 22  # 16 MiB of the kept block touched per call
+    x = np.zeros(n, np.float32)
+    f(n, 1, x)
+    before = rss_mb()
+
+    def call():
+        f(n, 1, np.zeros(n, np.float32))
+
+    for _ in range(24):  # a thread per task: each gets its own block
+        t = threading.Thread(target=call)
+        t.start()
+        t.join()
+    f(n, 1, x)
+    print(round(rss_mb() - before), float(x[0]), float(x[-1]))
+    """
+)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
+def test_a_thread_that_ends_frees_its_kept_blocks(codegen_cache: Path) -> None:
+    # 24 threads of 16 MiB each: a block kept after its thread ended would add ~384 MiB
+    env = dict(os.environ, CURSCHED_CACHE_DIR=str(codegen_cache))
+    env["PYTHONPATH"] = os.pathsep.join([*sys.path])
+    r = subprocess.run(
+        [sys.executable, "-c", _THREADS_CHILD.format(here=str(HERE))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, f"child crashed (exit {r.returncode}):\n{r.stderr}"
+    grown, first, last = r.stdout.split()
+    assert int(grown) < 100, f"resident memory grew by {grown} MiB over 24 threads"
+    assert (float(first), float(last)) == (2.0, 2.0)

@@ -328,10 +328,8 @@ class FunctionGen:
             self.ex.helpers.need("cs_keep")
             kept = f"cs_kept_{name}"
             out = [
-                f"{ind}static _Thread_local void *{kept};",
-                f"{ind}static _Thread_local size_t {kept}_bytes;",
-                f"{ind}{ct} *restrict {name} =",
-                f"{ind}    ({ct} *)cs_keep(&{kept}, &{kept}_bytes, {nbytes_c});",
+                f"{ind}static _Thread_local cs_keep_site {kept};",
+                f"{ind}{ct} *restrict {name} = ({ct} *)cs_keep(&{kept}, {nbytes_c});",
             ]
         else:
             out = [f"{ind}{ct} *{name} = ({ct} *)cs_malloc({nbytes_c});"]
