@@ -13,6 +13,7 @@ from cursched.platforms.x86 import (
     AVX512,
     cpu_features,
     mm512_acc_ps,
+    mm512_div_ps,
     mm512_exp_ps,
     mm512_fmadd_ps_broadcast,
     mm512_loadu_ps,
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.skipif(
 
 OPS: dict[str, tuple[str, Proc]] = {
     "sub": ("c[i] = a[i] - b[i]", mm512_sub_ps),
+    "div": ("c[i] = a[i] / b[i]", mm512_div_ps),
     "acc": ("c[i] += a[i]", mm512_acc_ps),
     "sub_guarded": ("c[i] = a[i] - select(-inf, b[i], b[i], 0.0)", mm512_sub_guarded_ps),
 }

@@ -1,6 +1,6 @@
-"""AVX-512F arithmetic the attention schedule needs beyond ``avx512``: subtraction, an
-accumulating add, scan_fuse's guarded subtraction of a running max and a load pinned in a
-register (``avx2_arith`` and ``mm256_loadu_ps_reg`` at 16 lanes).
+"""AVX-512F arithmetic the attention and online softmax schedules need beyond ``avx512``:
+subtraction, division, an accumulating add, scan_fuse's guarded subtraction of a running max
+and a load pinned in a register (``avx2_arith`` and ``mm256_loadu_ps_reg`` at 16 lanes).
 
 Each arithmetic instruction is one IEEE operation per lane, so the vector result is bitwise
 the scalar code's (``x - y``, ``d += s`` round once each, as C does). ``mm512_sub_guarded_ps``
@@ -17,7 +17,13 @@ from cursched.ir.memory import DRAM
 from cursched.platforms.x86.memories import AVX512
 from cursched.proc import instr
 
-__all__ = ["mm512_acc_ps", "mm512_loadu_ps_reg", "mm512_sub_guarded_ps", "mm512_sub_ps"]
+__all__ = [
+    "mm512_acc_ps",
+    "mm512_div_ps",
+    "mm512_loadu_ps_reg",
+    "mm512_sub_guarded_ps",
+    "mm512_sub_ps",
+]
 
 
 @instr('{dst} = _mm512_loadu_ps({src}); __asm__("" : "+v"({dst}));')
@@ -38,6 +44,15 @@ def mm512_sub_ps(out: [f32][16] @ AVX512, x: [f32][16] @ AVX512, y: [f32][16] @ 
     assert stride(y, 0) == 1
     for i in seq(0, 16):
         out[i] = x[i] - y[i]
+
+
+@instr("{out} = _mm512_div_ps({x}, {y});")
+def mm512_div_ps(out: [f32][16] @ AVX512, x: [f32][16] @ AVX512, y: [f32][16] @ AVX512):
+    assert stride(out, 0) == 1
+    assert stride(x, 0) == 1
+    assert stride(y, 0) == 1
+    for i in seq(0, 16):
+        out[i] = x[i] / y[i]
 
 
 @instr("{dst} = _mm512_add_ps({dst}, {src});")
