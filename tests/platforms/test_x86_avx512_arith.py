@@ -1,8 +1,8 @@
 """cursched.platforms.x86.avx512_arith: each instruction replaces its loop and computes its
 body bitwise (compiled against the interpreter and against the scalar C code, on random values
 and every pair of special values), and the pinned load is a load; ``mm512_exp_ps`` against
-glibc's ``expf`` (every special value, 10^6 random floats); ``mm512_transpose16_ps`` is the
-copy's transpose bitwise (NaN payloads, strided tiles)."""
+glibc's ``expf`` (every special value, 10^6 random floats); ``mm512_transpose16_ps`` and its
+prefetching variant are the copy's transpose bitwise (NaN payloads, strided tiles)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from cursched.platforms.x86 import (
     mm512_sub_guarded_ps,
     mm512_sub_ps,
     mm512_transpose16_ps,
+    mm512_transpose16_ps_prefetch,
 )
 
 from .test_x86_instrs import SPECIAL, _exp_inputs, _in_dram, _parse, _replace_all, _ulps, scalar_exp
@@ -193,10 +194,11 @@ def transpose_tiles(x: f32[32, 48] @ DRAM, y: f32[48, 32] @ DRAM):
                     y[16 * jo + ji, 16 * io + ii] = x[16 * io + ii, 16 * jo + ji]
 
 
-def test_transpose_is_the_copy_bitwise() -> None:
-    p, _ = replace(transpose_tiles, transpose_tiles.find_loop("ii"), mm512_transpose16_ps)
+@pytest.mark.parametrize("ins", [mm512_transpose16_ps, mm512_transpose16_ps_prefetch])
+def test_transpose_is_the_copy_bitwise(ins: Proc) -> None:
+    p, _ = replace(transpose_tiles, transpose_tiles.find_loop("ii"), ins)
     text = str(p)
-    assert "mm512_transpose16_ps(y[16 * jo:16 * jo + 16, 16 * io:16 * io + 16], x[16 * io:" in text
+    assert f"{ins.name()}(y[16 * jo:16 * jo + 16, 16 * io:16 * io + 16], x[16 * io:" in text
     rng = np.random.default_rng(6)
     x = rng.standard_normal((32, 48)).astype(np.float32)
     bits = x.view(np.uint32)
