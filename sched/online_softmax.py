@@ -73,7 +73,7 @@ from cursched.platforms.x86 import (
     mm512_storeu_ps,
     mm512_sub_guarded_ps,
     mm512_sub_ps,
-    mm512_transpose16_ps,
+    mm512_transpose16_ps_prefetch,
 )
 from cursched.primitives.loops.loop_split import SplitNotPerfectError
 
@@ -164,7 +164,7 @@ KERNELS = {
     "avx512": Kernels(
         AVX512, 16, mm512_loadu_ps, mm512_storeu_ps, mm512_max_ps, mm512_sub_guarded_ps,
         mm512_exp_ps, mm512_acc_ps, mm512_set1_ps_scalar, mm512_sub_ps, mm512_div_ps,
-        mm512_transpose16_ps,
+        mm512_transpose16_ps_prefetch,
     ),
 }  # fmt: skip
 """Steps 5-8 by instruction set (``isa()``'s names)."""
@@ -246,7 +246,7 @@ def _vector_steps(p: Proc, kern: Kernels, stage: Any, mx: Any, sm: Any, norm: li
     if kern.transpose is not None:
         # 5. the staging by square tiles of lanes x lanes, each one transpose instruction
         # (scalar, the copy was ~45% of the AVX-512 kernel's time: one load and one store
-        # per float)
+        # per float), which prefetches the rows ahead (16 streams of x: see the instruction)
         inner = p.forward(stage).body()[0]
         p, _ = split(p, inner, lanes, ("io", "ii"), tail="perfect")
         p, sq = reorder_loops(p, stage)

@@ -85,7 +85,7 @@ def test_golden_avx512(script: ModuleType, scheduled512, golden, name: str) -> N
     # tile in a loop of their own (the unvectorised online code)
     assert "for rt in par(0, R / 16):" in text and "for rr in seq(0, R % 16):" in text
     assert "xt: f32[64, 16] @ DRAM" in text
-    assert "mm512_transpose16_ps(xt[16 * io:16 * io + 16, 0:16], x[16 * rt:" in text
+    assert "mm512_transpose16_ps_prefetch(xt[16 * io:16 * io + 16, 0:16], x[16 * rt:" in text
     assert "mm512_max_ps(m_v[0:16], m_v[0:16], x_m[0:16])" in text
     assert "mm512_sub_guarded_ps(arg_s[0:16], x_s[0:16], m_s[0:16])" in text
     assert "mm512_exp_ps(exp_s[0:16], arg_s[0:16])" in text
@@ -128,7 +128,7 @@ def test_the_instruction_sets_agree_bitwise(script: ModuleType, scheduled, sched
 def test_avx512_c_calls_the_instructions_in_the_inner_loops(scheduled512) -> None:  # type: ignore[no-untyped-def]
     c = generate_unit("sm512", [scheduled512["softmax"].ir()]).c_source
     for call in (
-        "cs_transpose16_ps((xt + 16 * io * 16), 16, ",
+        "cs_transpose16_ps((xt + 16 * io * 16), 16, (x + (16 * rt * C + 64 * jo + 16 * io)), C, 128);",
         "m_v = _mm512_mask_mov_ps(_mm512_max_ps(m_v, x_m), _mm512_cmp_ps_mask(x_m, x_m, _CMP_UNORD_Q)",
         "exp_s = cs_exp512_ps(arg_s);",
         "s_v = _mm512_add_ps(s_v, exp_s);",
