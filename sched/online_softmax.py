@@ -179,9 +179,10 @@ def schedule(
     (AVX-512, else AVX2; none: the compiler's vector code); ``"avx2"`` or ``"avx512"``, that
     one (scheduled on any CPU, compiled on one that has it); False, none. ``row_tile``
     defaults to the instruction set's lanes (8 without one) and must equal them for its
-    instructions (else the compiler's vector code). Where the asserts do not prove that
-    ``row_tile`` divides the rows (16-row tiles, ``R % 8 == 0``), the rows past the last
-    whole tile run in a loop of their own, the online code unvectorised."""
+    instructions (else the compiler's vector code); with AVX-512, ``reduce_tile`` a multiple
+    of 16 (the staging's transposes). Where the asserts do not prove that ``row_tile``
+    divides the rows (16-row tiles, ``R % 8 == 0``), the rows past the last whole tile run in
+    a loop of their own, the online code unvectorised."""
     kern = _kernels(vector)
     lanes = kern.lanes if kern is not None else LANES
     row_tile = row_tile or lanes

@@ -6,6 +6,7 @@ procs, the two instruction sets bitwise equal, and one pattern only."""
 from __future__ import annotations
 
 import re
+import sys
 from types import ModuleType
 
 import numpy as np
@@ -17,7 +18,7 @@ from cursched.codegen.c.unit import generate_unit
 from cursched.platforms.x86 import AVX512, cpu_features, isa
 from cursched.testing import assert_equivalent
 
-from .scripts import ROOT, assert_history_replays, run_file
+from .scripts import ROOT, assert_history_replays, load_module, run_file
 
 SCRIPT = ROOT / "sched" / "online_softmax.py"
 HAS_AVX512 = set(AVX512.requires) <= cpu_features()
@@ -99,6 +100,20 @@ def test_golden_avx512(script: ModuleType, scheduled512, golden, name: str) -> N
         for r, seed in ((32, 0), (24, 1), (8, 2)):  # whole tiles; a tile and a tail; a tail
             assert script.check(q, script.rows(r, 192, seed), compiled=True) == []
     assert_equivalent(p, q, sizes={"R": 24, "C": 64}, trials=1)
+
+
+def test_avx512_without_a_tail_where_the_asserts_prove_whole_tiles(script: ModuleType) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        bench = load_module(ROOT / "benchmarks" / "online_softmax.py", "softmax_bench_rows16")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    base = bench.with_tile_asserts(script.softmax, R=16)
+    q = script.schedule(base, vector="avx512")
+    assert "for rt in par(0, R / 16):" in str(q) and "seq(0, R % 16)" not in str(q)
+    if HAS_AVX512:
+        assert script.check(q, script.rows(32, 128, 2), compiled=True) == []
+    assert_equivalent(base, q, sizes={"R": 16, "C": 64}, trials=1)
 
 
 @needs_avx512
