@@ -7,8 +7,9 @@ schedule is the same for all three:
    of ``reduce_tile`` columns and ``scan_fuse``d (one correction per tile);
 2. row tiles of one vector of rows (``split``: 16 rows with AVX-512, else 8; where the
    asserts do not prove the tile divides the rows, the rows past the last whole tile in a loop
-   of their own), every per-row value one element per row of the tile (``expand_dim``,
-   ``lift_alloc``), the column tiles outside the rows (``fission``, ``reorder_loops``);
+   of their own: step 9), every per-row value one element per row of the tile
+   (``expand_dim``, ``lift_alloc``), the column tiles outside the rows (``fission``,
+   ``reorder_loops``);
 3. a tile of the rows staged transposed (``stage_mem``, ``rearrange_dim``, allocated once per
    row tile): a column of the tile is one vector of rows;
 4. one loop per statement, the rows innermost: each row's max and sum are still reduced in
@@ -16,9 +17,13 @@ schedule is the same for all three:
 5.-8. with the instructions of ``cursched.platforms.x86`` (``KERNELS``: AVX-512 where the CPU
    has it, else AVX2): with AVX-512 the staging by 16 x 16 transposes; the running max, the
    guarded exponent, ``exp`` and the sums over registers of one vector of rows; the
-   normalisation (softmax only) along the row, a vector of columns at a time. The two
-   instruction sets give bitwise equal results: the same operations in the same order, each
-   lane one row (the exp of both is the same formula, rounded the same way).
+   normalisation (softmax only) along the row, a vector of columns at a time;
+9. with 16-row tiles and ``R % 8 == 0`` (the procs' assert), the rows past the last whole
+   tile (0 or 8) in tiles of 8 rows, steps 2-8 again with AVX2's instructions (their loop a
+   copy of the row loop's body: its cursors at the places of the main body's).
+
+The two instruction sets give bitwise equal results: the same operations in the same order,
+each lane one row (the exp of both is the same formula, rounded the same way).
 
 The only patterns are at the start (the column loops, the row loop, the statistics); every
 later step uses cursors an earlier step returned. The script prints each final proc, runs it
@@ -182,7 +187,7 @@ def schedule(
     instructions (else the compiler's vector code); with AVX-512, ``reduce_tile`` a multiple
     of 16 (the staging's transposes). Where the asserts do not prove that ``row_tile``
     divides the rows (16-row tiles, ``R % 8 == 0``), the rows past the last whole tile run in
-    a loop of their own, the online code unvectorised."""
+    tiles of 8 rows (``row_tile`` a multiple of 8), AVX2's code with an instruction set."""
     kern = _kernels(vector)
     lanes = kern.lanes if kern is not None else LANES
     row_tile = row_tile or lanes
@@ -195,25 +200,74 @@ def schedule(
     p, a = split(p, first, reduce_tile, ("jo", "ji"), tail="perfect")
     p, b = split(p, second, reduce_tile, ("jo", "ji"), tail="perfect")
     p, online = scan_fuse(p, a.outer, b.outer)
-    # 2. row tiles: every per-row value one element per row of the tile
+    # 2. row tiles (the rows past the last whole tile, if the asserts leave any, in a loop of
+    # their own: step 9)
     try:
         p, rt = split(p, rows_loop, row_tile, ("rt", "rr"), tail="perfect")
-    except SplitNotPerfectError:  # the rows past the last whole tile: a loop of their own
+    except SplitNotPerfectError:
         p, rt = split(p, rows_loop, row_tile, ("rt", "rr"), tail="cut")
-    for stat in (m, s):
+    stats = _Rows(m, s, online.saved[0], online.factor[0], online.fused, norm)
+    where = _Rows(*(p.forward(c).index() for c in stats[:5]), [p.forward(c).index() for c in norm])
+    p = _tile_rows(p, rt, stats, f"{row_tile} * rt", reduce_tile, kern, row_tile)
+    if not rt.tail:
+        return p
+    # 9. the rows past the last whole tile (R % 16 of them with AVX-512, a multiple of 8)
+    # in tiles of 8 rows, AVX2's (so every row's result is bitwise the AVX2 schedule's);
+    # their loop a copy of the row loop's body: the same statements at the same places
+    tail = p.forward(rt.tail)
+    body = tail.body()
+    fused = body[where.fused]
+    stats = _Rows(
+        body[where.m], body[where.s], fused.body()[where.saved], fused.body()[where.factor],
+        fused, [body[k] for k in where.norm],
+    )  # fmt: skip
+    p, tt = split(p, tail, LANES, ("rq", "rr"), tail="perfect")
+    base = f"{LANES} * rq + {row_tile} * ({rows_loop.hi().name()} / {row_tile})"
+    narrow = KERNELS["avx2"] if kern is not None else None
+    return _tile_rows(p, tt, stats, base, reduce_tile, narrow, LANES, par=False, sfx="_t")
+
+
+class _Rows(NamedTuple):
+    """The cursors (or the places) of one row loop's statistics ``m`` and ``s``, of the saved
+    max and the correction (allocations in the fused column loop), the fused loop and the
+    normalisation loop (a list: none for the statistics only)."""
+
+    m: Any
+    s: Any
+    saved: Any
+    factor: Any
+    fused: Any
+    norm: Any
+
+
+def _tile_rows(
+    p: Proc,
+    rt: Any,
+    stats: _Rows,
+    base: str,
+    reduce_tile: int,
+    kern: Kernels | None,
+    row_tile: int,
+    par: bool = True,
+    sfx: str = "",
+) -> Proc:
+    """Steps 2-8 of ``schedule`` on a row loop split into tiles of ``row_tile`` rows
+    (``rt``: ``SplitCursors``, the rows ``rr``), the tile's first row ``base``; ``sfx`` ends
+    the names of the buffers the steps make (a name may not be reused)."""
+    # 2. every per-row value one element per row of the tile
+    for stat in (stats.m, stats.s):
         p, ex = expand_dim(p, stat, row_tile, "rr")
         p, _ = lift_alloc(p, ex.alloc)
-    for buf in (online.saved[0], online.factor[0]):
+    for buf in (stats.saved, stats.factor):
         p, ex = expand_dim(p, buf, row_tile, "rr")
         p, _ = lift_alloc(p, ex.alloc, n_lifts=2)
-    p, _ = fission(p, online.fused.before())
-    p, around = fission(p, online.fused.after())
+    p, _ = fission(p, stats.fused.before())
+    p, around = fission(p, stats.fused.after())
     p, tiles = reorder_loops(p, around.first)
     # 3. the tile of the rows transposed once (xt[column, row], allocated once per row tile):
     # a column of the tile is one vector of rows
-    window = f"{row_tile} * rt:{row_tile} * rt + {row_tile}, {reduce_tile} * jo:"
-    window += f"{reduce_tile} * jo + {reduce_tile}"
-    p, xs = stage_mem(p, tiles.inner, f"x[{window}]", "xt")
+    window = f"{base}:{base} + {row_tile}, {reduce_tile} * jo:{reduce_tile} * jo + {reduce_tile}"
+    p, xs = stage_mem(p, tiles.inner, f"x[{window}]", f"xt{sfx}")
     p, _ = rearrange_dim(p, xs.alloc, (1, 0))
     p, _ = lift_alloc(p, xs.alloc)
     # 4. one loop per statement of the row loop, the rows innermost
@@ -224,10 +278,11 @@ def schedule(
     _, maxes, _, _, sums = [*parts, f.second]
     p, mx = reorder_loops(p, maxes)
     p, sm = reorder_loops(p, sums)
-    p, _ = parallelize_loop(p, rt.outer)
+    if par:
+        p, _ = parallelize_loop(p, rt.outer)
     if kern is None or row_tile != kern.lanes:
         return p
-    return _vector_steps(p, kern, xs.load, mx, sm, norm)
+    return _vector_steps(p, kern, xs.load, mx, sm, stats.norm, sfx)
 
 
 def _kernels(vector: bool | str) -> Kernels | None:
@@ -238,7 +293,9 @@ def _kernels(vector: bool | str) -> Kernels | None:
     return KERNELS[vector] if vector else None
 
 
-def _vector_steps(p: Proc, kern: Kernels, stage: Any, mx: Any, sm: Any, norm: list[Any]) -> Proc:
+def _vector_steps(
+    p: Proc, kern: Kernels, stage: Any, mx: Any, sm: Any, norm: list[Any], sfx: str
+) -> Proc:
     """Steps 5-8 of ``schedule`` with the instructions of ``kern``: ``stage`` the loop
     staging a tile of x transposed (rows outside, columns inside), ``mx`` and ``sm`` the max
     and sum loops (columns outside, rows inside), ``norm`` the normalisation loop (none for
@@ -253,25 +310,25 @@ def _vector_steps(p: Proc, kern: Kernels, stage: Any, mx: Any, sm: Any, norm: li
         p, sq = reorder_loops(p, stage)
         p, _ = replace(p, sq.inner, kern.transpose)
     # 6. the running max of the rows in a register over the tile (fmaxf's NaN rule)
-    p, mv = stage_mem(p, mx.outer, f"m[0:{lanes}]", "m_v", memory=kern.memory)
+    p, mv = stage_mem(p, mx.outer, f"m[0:{lanes}]", f"m_v{sfx}", memory=kern.memory)
     p, _ = replace(p, mv.load, kern.load)
     p, _ = replace(p, mv.store, kern.store)
     update = p.forward(mx.inner).body()[0]
-    p, loads, rest = _lane_operand(p, kern, (update.rhs().args()[1],), "rr", "x_m")
+    p, loads, rest = _lane_operand(p, kern, (update.rhs().args()[1],), "rr", f"x_m{sfx}")
     p, _ = replace(p, loads, kern.load)
     p, _ = replace(p, rest, kern.max)
     # 7. the sums in a register over the tile: guarded exponent, exp, add in column order
-    p, sv = stage_mem(p, sm.outer, f"s[0:{lanes}]", "s_v", memory=kern.memory)
+    p, sv = stage_mem(p, sm.outer, f"s[0:{lanes}]", f"s_v{sfx}", memory=kern.memory)
     p, _ = replace(p, sv.load, kern.load)
     p, _ = replace(p, sv.store, kern.store)
     update = p.forward(sm.inner).body()[0]
-    p, x_s, _ = _lane_operand(p, kern, (update.rhs().args()[0].lhs(),), "rr", "x_s")
+    p, x_s, _ = _lane_operand(p, kern, (update.rhs().args()[0].lhs(),), "rr", f"x_s{sfx}")
     guard = p.forward(update).rhs().args()[0].rhs()
-    p, m_s, _ = _lane_operand(p, kern, (guard.args()[1], guard.args()[2]), "rr", "m_s")
+    p, m_s, _ = _lane_operand(p, kern, (guard.args()[1], guard.args()[2]), "rr", f"m_s{sfx}")
     update = p.forward(update)
-    p, arg_s, _ = _lane_operand(p, kern, (update.rhs().args()[0],), "rr", "arg_s")
+    p, arg_s, _ = _lane_operand(p, kern, (update.rhs().args()[0],), "rr", f"arg_s{sfx}")
     update = p.forward(update)
-    p, exp_s, rest = _lane_operand(p, kern, (update.rhs(),), "rr", "exp_s")
+    p, exp_s, rest = _lane_operand(p, kern, (update.rhs(),), "rr", f"exp_s{sfx}")
     for loop, ins in (
         (x_s, kern.load),
         (m_s, kern.load),
@@ -286,17 +343,17 @@ def _vector_steps(p: Proc, kern: Kernels, stage: Any, mx: Any, sm: Any, norm: li
     # broadcast)
     p, nj = split(p, norm[0], lanes, ("jv", "jl"), tail="perfect")
     update = p.forward(nj.inner).body()[0]
-    p, x_y, _ = _lane_operand(p, kern, (update.rhs().lhs().args()[0].lhs(),), "jl", "x_y")
+    p, x_y, _ = _lane_operand(p, kern, (update.rhs().lhs().args()[0].lhs(),), "jl", f"x_y{sfx}")
     update = p.forward(update)
-    p, m_y, _ = _lane_operand(p, kern, (update.rhs().lhs().args()[0].rhs(),), "jl", "m_y")
+    p, m_y, _ = _lane_operand(p, kern, (update.rhs().lhs().args()[0].rhs(),), "jl", f"m_y{sfx}")
     update = p.forward(update)
-    p, s_y, _ = _lane_operand(p, kern, (update.rhs().rhs(),), "jl", "s_y")
+    p, s_y, _ = _lane_operand(p, kern, (update.rhs().rhs(),), "jl", f"s_y{sfx}")
     update = p.forward(update)
-    p, arg_y, _ = _lane_operand(p, kern, (update.rhs().lhs().args()[0],), "jl", "arg_y")
+    p, arg_y, _ = _lane_operand(p, kern, (update.rhs().lhs().args()[0],), "jl", f"arg_y{sfx}")
     update = p.forward(update)
-    p, exp_y, _ = _lane_operand(p, kern, (update.rhs().lhs(),), "jl", "exp_y")
+    p, exp_y, _ = _lane_operand(p, kern, (update.rhs().lhs(),), "jl", f"exp_y{sfx}")
     update = p.forward(update)
-    p, y_v, rest = _lane_operand(p, kern, (update.rhs(),), "jl", "y_v")
+    p, y_v, rest = _lane_operand(p, kern, (update.rhs(),), "jl", f"y_v{sfx}")
     for loop, ins in (
         (x_y, kern.load),
         (m_y, kern.broadcast),

@@ -83,9 +83,10 @@ def test_golden_avx512(script: ModuleType, scheduled512, golden, name: str) -> N
     golden.check(q, name=name)
     text = str(q)
     # 16-row tiles; R % 8 == 0 does not prove 16 divides R: the rows past the last whole
-    # tile in a loop of their own (the unvectorised online code)
-    assert "for rt in par(0, R / 16):" in text and "for rr in seq(0, R % 16):" in text
-    assert "xt: f32[64, 16] @ DRAM" in text
+    # tile (0 or 8) in 8-row tiles of AVX2 code
+    assert "for rt in par(0, R / 16):" in text and "for rq in seq(0, R % 16 / 8):" in text
+    main, tail = text.split("for rq in seq(0, R % 16 / 8):")
+    assert "xt: f32[64, 16] @ DRAM" in main and "xt_t: f32[64, 8] @ DRAM" in tail
     assert "mm512_transpose16_ps_prefetch(xt[16 * io:16 * io + 16, 0:16], x[16 * rt:" in text
     assert "mm512_max_ps(m_v[0:16], m_v[0:16], x_m[0:16])" in text
     assert "mm512_sub_guarded_ps(arg_s[0:16], x_s[0:16], m_s[0:16])" in text
@@ -93,7 +94,9 @@ def test_golden_avx512(script: ModuleType, scheduled512, golden, name: str) -> N
     assert "mm512_acc_ps(s_v[0:16], exp_s[0:16])" in text
     if name == "softmax":  # the normalisation along the rows, 16 columns at a time
         assert "mm512_div_ps(y_v[0:16], exp_y[0:16], s_y[0:16])" in text
-    assert "mm256" not in text and "AVX2" not in text
+        assert "mm256_div_ps(y_v_t[0:8], exp_y_t[0:8], s_y_t[0:8])" in tail
+    assert "mm256" not in main and "AVX2" not in main
+    assert "mm512" not in tail and "mm256_exp_ps(exp_s_t[0:8], arg_s_t[0:8])" in tail
     assert script.check(q, script.rows(16, 64, 1), compiled=False) == []
     assert script.check(q, script.rows(8, 64, 1), compiled=False) == []  # the tail only
     if HAS_AVX512:
@@ -117,11 +120,12 @@ def test_avx512_without_a_tail_where_the_asserts_prove_whole_tiles(script: Modul
 
 
 @needs_avx512
-def test_the_instruction_sets_agree_bitwise(script: ModuleType, scheduled, scheduled512) -> None:  # type: ignore[no-untyped-def]
-    """Whole 16-row tiles: the same operations in the same order, each lane one row (the
-    vector exps are the same value on every float), so the same bits. The rows past the last
-    16-row tile run the scalar code (libm's expf): within the tolerances, not bitwise."""
-    x = script.rows(48, 256, 7)
+@pytest.mark.parametrize("r", [48, 40])
+def test_the_instruction_sets_agree_bitwise(script: ModuleType, scheduled, scheduled512, r) -> None:  # type: ignore[no-untyped-def]
+    """The same operations in the same order, each lane one row (the vector exps are the same
+    value on every float), so the same bits; also for the rows past the last 16-row tile
+    (40 rows: 8 of them), which run AVX2's code."""
+    x = script.rows(r, 256, 7)
     x[2, 5], x[3, 7], x[4, 64:], x[5, :] = np.inf, np.nan, -np.inf, -np.inf
     x[6, :] = np.float32(-1e-40)  # subnormal
     x[7, ::3] = np.float32(88.5)  # near exp's overflow
@@ -130,11 +134,11 @@ def test_the_instruction_sets_agree_bitwise(script: ModuleType, scheduled, sched
         for procs in (scheduled, scheduled512):
             args = {
                 "softmax": [np.zeros_like(x)],
-                "softmax_denominator": [np.zeros(48, np.float32), np.zeros(48, np.float32)],
-                "logsumexp": [np.zeros(48, np.float32)],
+                "softmax_denominator": [np.zeros(r, np.float32), np.zeros(r, np.float32)],
+                "logsumexp": [np.zeros(r, np.float32)],
             }[name]
             with np.errstate(all="ignore"):
-                procs[name].compile()(48, 256, x, *args)
+                procs[name].compile()(r, 256, x, *args)
             outs.append(args)
         for a, b in zip(*outs, strict=True):
             np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
@@ -152,10 +156,11 @@ def test_avx512_c_calls_the_instructions_in_the_inner_loops(scheduled512) -> Non
     ):
         assert call in c, call
     body = c.split("void softmax(", 1)[1]
-    main, tail = body.split("for (int_fast64_t rr = 0; rr < R % 16; rr++)", 1)
-    assert "cs_fmax_float(" not in main  # no scalar running max left in the whole tiles
+    main, tail = body.split("for (int_fast64_t rq = 0; rq < R % 16 / 8; rq++)", 1)
+    assert "cs_fmax_float(" not in body  # no scalar running max left
     assert main.count("expf(") == 1  # the one scalar exp there: the correction
-    assert "cs_fmax_float(" in tail  # the rows past the last tile: the scalar online code
+    # the rows past the last 16-row tile: AVX2's 8-row code
+    assert "exp_s_t = cs_exp256_ps(arg_s_t);" in tail and "_mm512" not in tail
 
 
 def test_without_vector_instructions(script: ModuleType) -> None:
