@@ -11,6 +11,10 @@ thread: at 4096 x 4096, >= 2.0x numpy and >= 1.2x torch.
 
 Run: python benchmarks/online_softmax.py            (256x1024 .. 4096x8192)
      python benchmarks/online_softmax.py --quick    (two small sizes, a few seconds)
+     python benchmarks/online_softmax.py --sizes 4096x4096 --threads 1 --reps 9
+     python benchmarks/online_softmax.py --cpu      (1 thread, CPU time of the thread: on a
+                                                     shared machine, where wall time counts
+                                                     the other processes' time slices)
 """
 
 from __future__ import annotations
@@ -159,10 +163,16 @@ def softmax_rows(r: int, c: int) -> np.ndarray:
 
 
 def measure(
-    r: int, c: int, kernel: Callable[..., None], torch: Any, n_threads: int, reps: int
+    r: int,
+    c: int,
+    kernel: Callable[..., None],
+    torch: Any,
+    n_threads: int,
+    reps: int,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float] | None:
-    """Times of cursched, numpy and torch for ``r x c`` at ``n_threads`` (None when the
-    kernel's result is wrong)."""
+    """Times of cursched, numpy and torch for ``r x c`` at ``n_threads`` on ``clock`` (None
+    when the kernel's result is wrong)."""
     x = softmax_rows(r, c)
     y, y_np = np.full_like(x, np.nan), np.empty_like(x)
     numpy_softmax(x, y_np)
@@ -178,31 +188,47 @@ def measure(
         if torch is not None:
             xt = torch.from_numpy(x)
             fns["torch"] = lambda: torch.nn.functional.softmax(xt, dim=1)
-        return interleaved_best(fns, reps)
+        return interleaved_best(fns, reps, clock)
 
 
 SIZES = [(256, 1024), (1024, 4096), (4096, 4096), (2048, 8192), (4096, 8192)]
 QUICK = [(64, 256), (256, 1024)]
 
 
+def _sizes(text: str) -> list[tuple[int, int]]:
+    """``"4096x4096,1024x4096"`` -> ``[(4096, 4096), (1024, 4096)]``."""
+    return [(int(r), int(c)) for r, c in (x.split("x") for x in text.split(",") if x)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="two small sizes only")
     ap.add_argument("--reps", type=int, default=0, help="rounds per size (default 5, quick 3)")
+    ap.add_argument("--sizes", type=_sizes, default=None, help="rows x cols list: 4096x4096,...")
+    ap.add_argument("--threads", default="", help="thread counts: 1,2 (default 1 and all)")
+    ap.add_argument("--cpu", action="store_true", help="1 thread, the thread's CPU time")
     _results.add_json_flag(ap)
     args = ap.parse_args(argv)
     reps = args.reps or (3 if args.quick else 5)
+    sizes = args.sizes or (QUICK if args.quick else SIZES)
+    counts = [int(t) for t in args.threads.split(",") if t] or (
+        [1] if args.cpu else thread_counts()
+    )
+    if args.cpu and counts != [1]:
+        ap.error("--cpu times the calling thread only: --threads 1")
+    clock = time.thread_time if args.cpu else time.perf_counter
     kernel = SCRIPT.schedule(SCRIPT.softmax).compile()
     torch = torch_module()
     print("machine:", machine())
     print("torch:", torch.__version__ if torch is not None else "not installed")
     print("cursched: sched/online_softmax.py schedule(softmax), default compile() flags")
     print("ratios: peer time / cursched time, best of", reps, "interleaved rounds")
+    print("times:", "CPU time of the thread" if args.cpu else "wall")
     peers = ["numpy", "torch"] if torch is not None else ["numpy"]
     print_header("rows x cols", peers)
-    for r, c in QUICK if args.quick else SIZES:
-        for n in thread_counts():
-            times = measure(r, c, kernel, torch, n, reps)
+    for r, c in sizes:
+        for n in counts:
+            times = measure(r, c, kernel, torch, n, reps, clock)
             if times is None:
                 return 1
             print(table_row(f"{r}x{c}", n, times), flush=True)

@@ -1,18 +1,20 @@
 """cursched.platforms.x86.avx512_arith: each instruction replaces its loop and computes its
 body bitwise (compiled against the interpreter and against the scalar C code, on random values
 and every pair of special values), and the pinned load is a load; ``mm512_exp_ps`` against
-glibc's ``expf`` (every special value, 10^6 random floats)."""
+glibc's ``expf`` (every special value, 10^6 random floats); ``mm512_transpose16_ps`` and its
+prefetching variant are the copy's transpose bitwise (NaN payloads, strided tiles)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from cursched import DRAM, Proc, proc
+from cursched import DRAM, Proc, proc, replace
 from cursched.platforms.x86 import (
     AVX512,
     cpu_features,
     mm512_acc_ps,
+    mm512_div_ps,
     mm512_exp_ps,
     mm512_fmadd_ps_broadcast,
     mm512_loadu_ps,
@@ -21,6 +23,8 @@ from cursched.platforms.x86 import (
     mm512_storeu_ps,
     mm512_sub_guarded_ps,
     mm512_sub_ps,
+    mm512_transpose16_ps,
+    mm512_transpose16_ps_prefetch,
 )
 
 from .test_x86_instrs import SPECIAL, _exp_inputs, _in_dram, _parse, _replace_all, _ulps, scalar_exp
@@ -31,6 +35,7 @@ pytestmark = pytest.mark.skipif(
 
 OPS: dict[str, tuple[str, Proc]] = {
     "sub": ("c[i] = a[i] - b[i]", mm512_sub_ps),
+    "div": ("c[i] = a[i] / b[i]", mm512_div_ps),
     "acc": ("c[i] += a[i]", mm512_acc_ps),
     "sub_guarded": ("c[i] = a[i] - select(-inf, b[i], b[i], 0.0)", mm512_sub_guarded_ps),
 }
@@ -178,3 +183,29 @@ def test_vector_exp_against_glibc() -> None:
     head = xs[: len(SPECIAL)]
     tiny = got[np.flatnonzero(head == np.float32(-103.97))[0]]
     assert 0 < tiny < 1.2e-38  # e^-103.97 is subnormal: rounded once, not flushed to 0
+
+
+@proc
+def transpose_tiles(x: f32[32, 48] @ DRAM, y: f32[48, 32] @ DRAM):
+    for io in seq(0, 2):
+        for jo in seq(0, 3):
+            for ii in seq(0, 16):
+                for ji in seq(0, 16):
+                    y[16 * jo + ji, 16 * io + ii] = x[16 * io + ii, 16 * jo + ji]
+
+
+@pytest.mark.parametrize("ins", [mm512_transpose16_ps, mm512_transpose16_ps_prefetch])
+def test_transpose_is_the_copy_bitwise(ins: Proc) -> None:
+    p, _ = replace(transpose_tiles, transpose_tiles.find_loop("ii"), ins)
+    text = str(p)
+    assert f"{ins.name()}(y[16 * jo:16 * jo + 16, 16 * io:16 * io + 16], x[16 * io:" in text
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((32, 48)).astype(np.float32)
+    bits = x.view(np.uint32)
+    bits[0, 1], bits[17, 40], bits[5, 5] = 0x7FA00001, 0xFFC12345, 0x80000000  # sNaN, NaN, -0
+    x[3, 9], x[30, 2] = np.inf, -np.inf
+    y, want = np.zeros((48, 32), np.float32), np.zeros((48, 32), np.float32)
+    p.compile()(x, y)  # tiles of a 48-float (src) and a 32-float (dst) row stride
+    transpose_tiles.compile()(x, want)
+    np.testing.assert_array_equal(y.view(np.uint32), x.T.copy().view(np.uint32))
+    np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))

@@ -84,3 +84,16 @@ def test_scan_benchmark_checks_then_measures(capsys: pytest.CaptureFixture[str])
         "sum avx2 at n = 4171",
         "discounted at n = 4171",
     ]
+
+
+def test_online_softmax_cpu_times_one_thread_at_the_sizes_asked(
+    softmax_bench: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(softmax_bench, "torch_module", lambda: None)
+    assert softmax_bench.main(["--cpu", "--sizes", "16x128,32x64", "--reps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "times: CPU time of the thread" in out
+    rows = [line.split()[:2] for line in out.splitlines() if "x" in line.split()[0]]
+    assert [r for r in rows if r[0][0].isdigit()] == [["16x128", "1"], ["32x64", "1"]]
+    with pytest.raises(SystemExit):  # thread_time would miss the other threads' time
+        softmax_bench.main(["--cpu", "--threads", "1,2", "--sizes", "16x128"])
