@@ -23,11 +23,12 @@ it (``w + i * dw``), and an element written at one place through the loop is hel
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 import numpy as np
@@ -70,7 +71,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.traversal import stmt_exprs, walk_expr, walk_stmts, written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
-__all__ = ["MEMORYVIEW_FORMATS", "CompiledProc", "Compiler", "new_buffer"]
+__all__ = ["MEMORYVIEW_FORMATS", "CompiledProc", "Compiler", "GeneralFunctions", "new_buffer"]
 
 #: Fill value of fresh integer buffers: the low bytes of 0xDEADBEEF, so that a read before a
 #: write shows up as a recognisable garbage value in differential tests.
@@ -84,7 +85,11 @@ _SHORT = 3
 #: against the machine's memory (they cannot fail the check).
 _SMALL_ALLOC = 1 << 20
 
-#: The value of a parameter of ``_run`` not given by name.
+#: Arrays of at most this many elements that a run only reads are copied into a list (see
+#: ``Compiler._fast_run``); bigger ones, of which the proc may read a little, are not.
+_LIST_MAX = 1 << 16
+
+#: The value of a parameter of ``_run`` not given.
 _MISSING = object()
 
 #: Element types (``dtype.char``) a memoryview can index: the generated code reads and
@@ -155,37 +160,86 @@ def check_alloc(count: int, itemsize: int, what: str) -> int:
 _HELPERS["_check_alloc"] = check_alloc
 
 
+@dataclass(frozen=True)
+class GeneralFunctions:
+    """The functions of a proc for the general case (any layout, called by other procs).
+
+    Attributes:
+        source: their generated source.
+        body: runs the statements.
+        entry: checks shapes and asserts as a call site does, then runs the statements.
+        preds: checks the asserts as on entry to a run (``InterpreterError``).
+    """
+
+    source: str
+    body: Callable[..., None]
+    entry: Callable[..., None]
+    preds: Callable[..., None]
+
+
 @dataclass(eq=False)
 class CompiledProc:
-    """A proc compiled to Python functions over flat parameters (see the module docstring).
+    """A proc compiled to Python functions (see the module docstring).
+
+    ``run`` is compiled at once; the general functions (``body``, ``entry``, ``preds``) when
+    first asked for, since a proc run only by ``interpret`` on plain arguments, as most of
+    the fuzzer's and the tests' are, never needs them and compiling is most of what a proc
+    run once costs.
 
     Attributes:
         pd: the proc (kept alive so that caches keyed by ``id`` stay valid).
         written: indices of the parameters the proc may write (directly, through a window or
             by passing them to a callee that writes them).
-        source: the generated source (for reading when debugging).
-        body: runs the statements.
-        entry: checks shapes and asserts as a call site does, then runs the statements.
-        preds: checks the asserts as on entry to a run (``InterpreterError``).
+        run_source: the generated source of ``run`` (for reading when debugging).
         run: a whole run (binding, asserts, body) for the arguments' common case: called
             with a run's arguments, it returns True when it ran them, False (having done
             nothing) when the general binding must decide (an error, a view, a numpy int,
-            arguments mixing positions and names: ``cursched.interp.run``).
+            arguments mixing positions and names: ``cursched.interp.run``). Its body is a
+            copy of the statements specialised to that case (offsets 0, unit innermost
+            strides, distinct arrays).
         uses_numpy: the proc or a callee calls numpy (externs), which reports overflow as
             floating-point errors: the caller silences them for the run.
         uses_config: the proc or a callee reads or writes a configuration field: a run
             resets the configuration state first (a proc that does not cannot observe it).
+        make_general: compiles the general functions.
     """
 
     pd: ProcDef
     written: frozenset[int]
-    source: str
-    body: Callable[..., None]
-    entry: Callable[..., None]
-    preds: Callable[..., None]
+    run_source: str
     run: Callable[..., bool]
     uses_numpy: bool
     uses_config: bool
+    make_general: Callable[[], GeneralFunctions]
+    _general: GeneralFunctions | None = field(default=None, repr=False)
+
+    def general(self) -> GeneralFunctions:
+        """The general functions (compiled on first use)."""
+        g = self._general
+        if g is None:
+            # two threads may both compile it: either result is the same functions
+            g = self._general = self.make_general()
+        return g
+
+    @property
+    def body(self) -> Callable[..., None]:
+        """Runs the statements (flat parameters: see the module docstring)."""
+        return self.general().body
+
+    @property
+    def entry(self) -> Callable[..., None]:
+        """Checks shapes and asserts as a call site does, then runs the statements."""
+        return self.general().entry
+
+    @property
+    def preds(self) -> Callable[..., None]:
+        """Checks the asserts as on entry to a run (``InterpreterError``)."""
+        return self.general().preds
+
+    @property
+    def source(self) -> str:
+        """The generated source: the general functions, then ``run``."""
+        return self.general().source + self.run_source
 
 
 # ------------------------------------------------------------------------------ compiler
@@ -204,6 +258,10 @@ class Compiler(ExprCompiler):
         self.checked_copy = False
         #: integer accumulators held unwrapped through a loop (wrapped when stored), by type
         self.unwrapped: dict[str, np.dtype[Any]] = {}
+        #: compiling ``_run``'s body (``_fast_run``): its arrays are distinct objects
+        self.fast = False
+        #: lists that are f32 memoryviews: a store into one rounds (``_fast_buf``)
+        self.direct: set[str] = set()
         # data scalars passed by reference to a call need a list; the others are locals
         self.by_ref = {
             e.sym
@@ -214,7 +272,24 @@ class Compiler(ExprCompiler):
         }
 
     def compile(self) -> CompiledProc:
-        """Compile the whole proc: parameters, body, asserts, shapes."""
+        """Compile the proc's ``run`` (the general functions are compiled when needed)."""
+        pd, callee = self.pd, self.callee
+        written = written_args(pd, lambda q: self.callee(q).written)
+        source = "\n".join(self._fast_run(written)) + "\n"
+        ns = dict(_HELPERS, **self.ns)
+        exec(compile(source, f"<cursched interp {pd.name} run>", "exec"), ns)
+        return CompiledProc(
+            pd=pd,
+            written=written,
+            run_source=source,
+            run=ns["_run"],
+            uses_numpy=self.uses_numpy,
+            uses_config=self.uses_config,
+            make_general=lambda: Compiler(pd, callee).compile_general(),
+        )
+
+    def compile_general(self) -> GeneralFunctions:
+        """Compile the general functions: parameters, body, asserts, shapes."""
         pd = self.pd
         params = self._params()
         self.block(pd.body)
@@ -225,20 +300,11 @@ class Compiler(ExprCompiler):
         src = [f"def _body({sig}):", *body_lines, "    pass"]
         src += [f"def _entry({sig}):", *self._entry_checks(), f"    _body({sig})"]
         src += [f"def _preds({sig}):", *self._pred_checks("on entry to"), "    pass"]
-        src += self._fast_run(params)
         source = "\n".join(src) + "\n"
         ns = dict(_HELPERS, **self.ns)
         exec(compile(source, f"<cursched interp {pd.name}>", "exec"), ns)
-        return CompiledProc(
-            pd=pd,
-            written=written_args(pd, lambda q: self.callee(q).written),
-            source=source,
-            body=ns["_body"],
-            entry=ns["_entry"],
-            preds=ns["_preds"],
-            run=ns["_run"],
-            uses_numpy=self.uses_numpy,
-            uses_config=self.uses_config,
+        return GeneralFunctions(
+            source=source, body=ns["_body"], entry=ns["_entry"], preds=ns["_preds"]
         )
 
     def _params(self) -> list[str]:
@@ -289,16 +355,23 @@ class Compiler(ExprCompiler):
                 out.append(f"    if {got} != {want}: {fail}({got}, {want})")
         return out + self._pred_checks("at a call to")
 
-    def _fast_run(self, params: list[str]) -> list[str]:
+    def _fast_run(self, written: frozenset[int]) -> list[str]:
         """Source of ``_run`` (see ``CompiledProc.run``): the arguments' common case (plain
         ints and bools, C-contiguous arrays that own their memory, of the exact dtype and
-        shape, all given by position or all by name) bound, checked and run in one call.
+        shape, all given by position or all by name) bound, checked and run in one call,
+        the body inlined and specialised to that case.
 
-        Arrays are passed to the body as flat memoryviews of their own memory (reads give
-        the element as a Python number, stores of the exact values the code computes write
-        it through), so nothing is copied in or back; f16, which memoryview cannot index,
-        goes through a list written back at the end, as the general binding does."""
-        pd, written = self.pd, written_args(self.pd, lambda q: self.callee(q).written)
+        Arrays the proc writes are passed to the body as flat memoryviews of their own
+        memory (reads give the element as a Python number, stores of the exact values the
+        code computes write it through; an f32 memoryview rounds what it stores, so a store
+        into one needs no rounding of its own); arrays it only reads as lists of their
+        elements (a list is read several times faster than a memoryview, and an array that
+        owns its memory cannot change while the run does not write it), unless big; f16,
+        which memoryview cannot index, goes through a list written back at the end, as the
+        general binding does. Distinct arrays that own their memory cannot overlap, so the
+        body's tests that two lists are not one are decided when compiling."""
+        pd = self.pd
+        self.fast = True
         names = [self.name(a.sym) for a in pd.args]
         self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
         out = self._run_binding(names, [a.sym.name for a in pd.args])
@@ -306,29 +379,51 @@ class Compiler(ExprCompiler):
         back: list[str] = []
         for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
             out += self._run_check(a, n, i in written, back)
+            self._fast_buf(a, n, i in written)
             if not isinstance(a.type, ControlType):
                 arrays.append(n)
         # distinct arrays that own their memory cannot overlap; the same one twice shares
         same = [f"{p} is {q}" for x, p in enumerate(arrays) for q in arrays[x + 1 :]]
         if same:
             out.append(f"    if {' or '.join(same)}: return False")
-        return out + self._run_call(names, back)
+        return out + self._run_body(back)
+
+    def _fast_buf(self, a: FnArg, n: str, written: bool) -> None:
+        """The buffer of argument ``a`` (local ``n``) in ``_run``'s body: offset 0, unit
+        innermost stride; an f32 memoryview written in place is stored into directly."""
+        t = a.type
+        match t:
+            case ControlType():
+                return
+            case DataType():
+                self.bufs[a.sym] = Buf(f"{n}_d", "0", (), (), t)
+                elem = t
+            case TensorType():
+                r = t.rank()
+                strides = tuple(f"{n}_s{k}" for k in range(r - 1)) + (("1",) if r else ())
+                dims = tuple(f"{n}_n{k}" for k in range(r))
+                self.bufs[a.sym] = Buf(f"{n}_d", "0", strides, dims, t.elem)
+                elem = t.elem
+            case _:
+                assert_never(t)
+        if written and elem.np_dtype.char == "f":
+            self.direct.add(f"{n}_d")
 
     @staticmethod
     def _run_binding(names: list[str], given: list[str]) -> list[str]:
-        """``_run``'s header: the arguments all by position or all by name, else False."""
-        head = "def _run(*_a, **_kw):"
-        if len(set(given)) == len(given) and given:
-            gets = ", ".join(f"_kw.get({g!r}, _MISS)" for g in given)
+        """``_run``'s header: the arguments bound by Python itself (by position or by name;
+        a missing one is ``_MISS``, which fails its type test), else False."""
+        plain = all(not g.startswith("_") and not hasattr(builtins, g) for g in given)
+        if given and plain and len(set(given)) == len(given):
+            # (a name given twice raises TypeError at the call: ``interpret`` then leaves
+            # it to the general binding, which names the argument)
+            params = ", ".join(f"{g}=_MISS" for g in given)
             return [
-                head,
-                "    if _kw:",
-                f"        if _a or len(_kw) != {len(given)}: return False",
-                f"        {', '.join(names)}, = {gets},",
-                f"    elif len(_a) == {len(given)}:",
-                f"        {', '.join(names)}, = _a",
-                "    else: return False",
+                f"def _run({params}, *_a, **_kw):",
+                "    if _a or _kw: return False",
+                f"    {', '.join(names)}, = {', '.join(given)},",
             ]
+        head = "def _run(*_a, **_kw):"
         if given:
             return [
                 head,
@@ -376,39 +471,44 @@ class Compiler(ExprCompiler):
             # read only: its value in a list (the array owns its memory: nothing the run
             # writes can change it)
             return [*out, f"    {n}_d = [{n}.item()]"]
-        bad = "not _m.c_contiguous" + (" or _m.readonly" if written else "")
         # (an empty array is never indexed, and a memoryview of one cannot be cast)
         flat = "_m" if rank == 1 else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
+        if not written:
+            # read only: a list of its elements (the same Python numbers a memoryview's
+            # reads give), which is read faster; a big one, of which the proc may read a
+            # little, stays a memoryview
+            listed = f"{n}.tolist()" if rank == 1 else f"{n}.ravel().tolist()"
+            return [
+                *out,
+                f"    if not {n}.flags.c_contiguous: return False",
+                f"    if {n}.size <= {_LIST_MAX}: {n}_d = {listed}",
+                f"    else: _m = _mv({n}); {n}_d = {flat}",
+            ]
+        bad = "not _m.c_contiguous or _m.readonly"
         return [*out, f"    _m = _mv({n})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
 
-    def _run_call(self, names: list[str], back: list[str]) -> list[str]:
-        """``_run``'s end: strides, the asserts, the configuration reset, the body's call,
-        the write-back of f16 lists and numpy's error state restored."""
+    def _run_body(self, back: list[str]) -> list[str]:
+        """``_run``'s end: strides, the asserts, the configuration reset, the body (the
+        statements compiled for ``_run``'s buffers), the write-back of f16 lists and numpy's
+        error state restored."""
         out: list[str] = []
-        args: list[str] = []
-        for a, n in zip(self.pd.args, names, strict=True):
+        for a in self.pd.args:
             t = a.type
-            if isinstance(t, ControlType):
-                args.append(n)
-                continue
-            if isinstance(t, DataType):
-                args += [f"{n}_d", "0"]
-                continue
-            r = t.rank()
-            dims = [f"{n}_n{k}" for k in range(r)]
-            # named, since the asserts may read them (stride(x, 0))
-            strides = [f"{n}_s{k}" for k in range(r)]
-            if r:
-                out.append(f"    {strides[-1]} = 1")
-            for k in range(r - 2, -1, -1):
-                out.append(f"    {strides[k]} = {dims[k + 1]} * {strides[k + 1]}")
-            args += [f"{n}_d", "0", *strides, *dims]
+            if isinstance(t, TensorType):
+                # named, since the asserts and the body may read them (stride(x, 0))
+                b = self.bufs[a.sym]
+                for k in range(t.rank() - 2, -1, -1):
+                    out.append(f"    {b.strides[k]} = {b.dims[k + 1]} * {b.strides[k + 1]}")
         out += self._pred_checks("on entry to")
+        cleanup = [f"{n}_f[:] = {n}_d" for n in back]
+        self.lines, self.depth = [], 2
+        self.block(self.pd.body)
+        body = self.lines
+        if any("_R[0]" in ln for ln in body):
+            out.append("    _R = _rounder()")
         if self.uses_config:
             self.ns["_reset_config"] = reset_config_state
             out.append("    _reset_config()")
-        call = f"_body({', '.join(args)})"
-        cleanup = [f"{n}_f[:] = {n}_d" for n in back]
         if self.uses_numpy:
             # numpy externs report overflow and NaN as floating-point errors, which tests
             # running with -W error would turn into exceptions; they are the defined
@@ -418,10 +518,10 @@ class Compiler(ExprCompiler):
             cleanup.append("_loud(_tok)")
         if cleanup:
             # what the run wrote goes back also when it stops with an error
-            out += ["    try:", f"        {call}", "    finally:"]
+            out += ["    try:", *body, "        pass", "    finally:"]
             out += [f"        {c}" for c in cleanup]
         else:
-            out.append(f"    {call}")
+            out += ["    if True:", *body, "        pass"]
         out.append("    return True")
         return out
 
@@ -485,14 +585,21 @@ class Compiler(ExprCompiler):
                 self.line(f"{o} = {off}")
                 off = o
             target = f"{buf.data}[{off}]"
+        direct = not buf.local and buf.data in self.direct and target != h_scalar(h)
         if isinstance(s, Assign):
+            if direct:
+                # the f32 memoryview rounds the value it stores, as ``_R`` would
+                self.line(f"{target} = {self.data(s.rhs, dt)[0]}")
+                return
             self.line(f"{target} = {self._rounded(self.value(s.rhs, dt))}")
             return
         code, exact = self.data(s.rhs, dt)
         if not exact and dt.kind == "f":
             code = self._rounded(self.round(code, dt))
         total = f"{target} + {code}"
-        if target in self.unwrapped:
+        if direct:
+            self.line(f"{target} = {total}")
+        elif target in self.unwrapped:
             # an integer accumulator only added to: wrapped once, when stored (wrapping
             # commutes with + - *)
             self.line(f"{target} = {total}")
@@ -840,6 +947,9 @@ class Compiler(ExprCompiler):
         for data, _, local in chosen:
             if local not in read and dts[data].kind in "iu":
                 self.unwrapped[local] = dts[data]
+        if self.fast:
+            # ``_run``'s lists are distinct objects (one per array, allocation or field)
+            return chosen, []
         conds = [f"{d} is not {o}" for d, _, _ in chosen for o in places if o != d]
         return chosen, conds
 
@@ -887,6 +997,11 @@ class Compiler(ExprCompiler):
 
 
 # ------------------------------------------------------------------------- error builders
+
+
+def h_scalar(h: Hoisted | None) -> str | None:
+    """The local holding a scalar-replaced element, if any."""
+    return None if h is None else h.scalar
 
 
 def _pred_raiser(pd: ProcDef, e: Expr, where: str) -> Callable[[tuple[Any, ...]], None]:

@@ -95,8 +95,15 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
     cp = _CACHE.get(id(p))
     if cp is None or cp.pd is not p:  # not a ProcDef compiled before (or a Proc)
         cp = compiled(procdef_of(p))
-    if cp.run(*args, **kwargs):
-        return
+    try:
+        if cp.run(*args, **kwargs):
+            return
+    except TypeError as e:
+        # Python's own binding of ``run``'s parameters refused the call (an argument given
+        # twice): the general binding names it. A TypeError from inside the run (its
+        # traceback goes on into ``run``) is the run's own.
+        if e.__traceback__ is None or e.__traceback__.tb_next is not None:
+            raise
     values = bind_args(cp, args, kwargs)
     flat, write_back = _flatten(cp, values)
     cp.preds(*flat)
