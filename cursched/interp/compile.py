@@ -294,6 +294,7 @@ class Compiler(ExprCompiler):
         params = self._params()
         self.block(pd.body)
         body_lines = self.lines
+        body_lines[:0] = [f"    {c}" for c in self.cells()]
         if any("_R[0]" in ln for ln in body_lines):
             body_lines.insert(0, "    _R = _rounder()")
         sig = ", ".join(params)
@@ -506,6 +507,7 @@ class Compiler(ExprCompiler):
         body = self.lines
         if any("_R[0]" in ln for ln in body):
             out.append("    _R = _rounder()")
+        out += [f"    {c}" for c in self.cells()]
         if self.uses_config:
             self.ns["_reset_config"] = reset_config_state
             out.append("    _reset_config()")

@@ -196,6 +196,9 @@ class ExprCompiler:
         self.ntmp = 0
         self.uses_numpy = False
         self.uses_config = False
+        #: one-element numpy arrays (by dtype) through which externs get numpy scalars:
+        #: name -> dtype; each run makes its own (``cells``)
+        self.np_cells: dict[str, np.dtype[Any]] = {}
         #: accesses whose checks the enclosing loop hoisted (by node identity)
         self.hoisted: dict[int, Hoisted] = {}
         #: accesses (by node identity) that an enclosing loop nest proved in bounds on entry
@@ -510,10 +513,43 @@ class ExprCompiler:
             return f"_sqrt({xs[0]})", False
         self.uses_numpy = True
         if e.name == "sigmoid" and dt.kind == "f" and dt.itemsize >= 4:
-            fn = self.const(_sigmoid(dt), e.name)
-            return f"{fn}({xs[0]})", True
+            # the table's operations on numpy scalars of dt, in the same order (_sigmoid)
+            one, exp = self.const(dt.type(1), "one"), self.const(np.exp, "exp")
+            x = self._np_scalar(f"(-{xs[0]})", dt)
+            return self._held(f"float({one} / ({one} + {exp}({x})))"), True
+        if isinstance(spec.numpy, np.ufunc) and len(xs) == 1 and dt.kind == "f":
+            # a float ufunc gives its operand's type: the call on a numpy scalar of dt, as
+            # _numpy_extern's, without a Python call or a numpy scalar built from nothing
+            fn = self.const(spec.numpy, e.name)
+            return self._held(f"float({fn}({self._np_scalar(xs[0], dt)}))"), True
         fn = self.const(_numpy_extern(spec.numpy, dt, len(xs)), e.name)
         return f"{fn}({', '.join(xs)})", True
+
+    def _np_scalar(self, code: str, dt: np.dtype[Any]) -> str:
+        """Source of a numpy scalar of float type ``dt`` holding ``code``'s exact value of
+        ``dt`` (stored into the run's one-element array, then read: the read must come
+        before anything else is stored there, so its user holds the result, ``_held``)."""
+        cell = next((n for n, d in self.np_cells.items() if d == dt), None)
+        if cell is None:
+            cell = f"_A{dt.char}"
+            self.np_cells[cell] = dt
+        self.line(f"{cell}[0] = {code}")
+        return f"{cell}[0]"
+
+    def _held(self, code: str) -> str:
+        """``code`` evaluated now into a temporary (see ``_np_scalar``)."""
+        v = self.tmp()
+        self.line(f"{v} = {code}")
+        return v
+
+    def cells(self) -> list[str]:
+        """The lines making the run's one-element arrays (``_np_scalar``)."""
+        self.ns["_np_empty"] = np.empty
+        out = []
+        for name, dt in self.np_cells.items():
+            t = self.const(dt, "dt")
+            out.append(f"{name} = _np_empty(1, {t})")
+        return out
 
     # -- windows -------------------------------------------------------------------------
     def window(self, w: WindowExpr) -> Buf:
