@@ -262,6 +262,12 @@ class Compiler(ExprCompiler):
         self.fast = False
         #: lists that are f32 memoryviews: a store into one rounds (``_fast_buf``)
         self.direct: set[str] = set()
+        #: the size arguments' names (in ``_run``'s body they are known positive)
+        self.positive = frozenset(
+            self.name(a.sym)
+            for a in pd.args
+            if isinstance(a.type, ControlType) and a.type.name == "size"
+        )
         # data scalars passed by reference to a call need a list; the others are locals
         self.by_ref = {
             e.sym
@@ -340,9 +346,12 @@ class Compiler(ExprCompiler):
     def _pred_checks(self, where: str) -> list[str]:
         out = []
         for e in self.pd.preds:
+            cond = self.ctrl(e)
+            if na.holds(cond):
+                continue  # true whatever the arguments
             fail = self.const(_pred_raiser(self.pd, e, where), "pred")
             # the asserts' source is compiled after the body: its names are all parameters
-            out.append(f"    if not ({self.ctrl(e)}): {fail}({self._control_values()})")
+            out.append(f"    if not ({cond}): {fail}({self._control_values()})")
         return out
 
     def _entry_checks(self) -> list[str]:
@@ -402,13 +411,23 @@ class Compiler(ExprCompiler):
             case TensorType():
                 r = t.rank()
                 strides = tuple(f"{n}_s{k}" for k in range(r - 1)) + (("1",) if r else ())
-                dims = tuple(f"{n}_n{k}" for k in range(r))
-                self.bufs[a.sym] = Buf(f"{n}_d", "0", strides, dims, t.elem)
+                self.bufs[a.sym] = Buf(f"{n}_d", "0", strides, self._fast_dims(t, n), t.elem)
                 elem = t.elem
             case _:
                 assert_never(t)
         if written and elem.np_dtype.char == "f":
             self.direct.add(f"{n}_d")
+
+    def _fast_dims(self, t: TensorType, n: str) -> tuple[str, ...]:
+        """The sizes of tensor argument ``t`` (local ``n``) in ``_run``'s body: ``_run``
+        checked that they are the declared shape, so a literal or a size argument of the
+        shape stands for its size (bounds checks against a literal are decided when
+        compiling); a compound one is the local ``{n}_n{k}``."""
+        dims = []
+        for k, e in enumerate(t.shape):
+            text = self.ctrl(e)
+            dims.append(text if na.is_name(text) else f"{n}_n{k}")
+        return tuple(dims)
 
     @staticmethod
     def _run_binding(names: list[str], given: list[str]) -> list[str]:
@@ -479,10 +498,12 @@ class Compiler(ExprCompiler):
             # reads give), which is read faster; a big one, of which the proc may read a
             # little, stays a memoryview
             listed = f"{n}.tolist()" if rank == 1 else f"{n}.ravel().tolist()"
+            # (its size from the shape's ints: numpy's .size costs as much as a check)
+            size = " * ".join(f"{n}_n{k}" for k in range(rank)) or "1"
             return [
                 *out,
                 f"    if not {n}.flags.c_contiguous: return False",
-                f"    if {n}.size <= {_LIST_MAX}: {n}_d = {listed}",
+                f"    if {size} <= {_LIST_MAX}: {n}_d = {listed}",
                 f"    else: _m = _mv({n}); {n}_d = {flat}",
             ]
         bad = "not _m.c_contiguous or _m.readonly"
@@ -672,6 +693,14 @@ class Compiler(ExprCompiler):
             self._emit_for(s)
             return
         conds, ids = plan
+        if conds == ["True"]:
+            # in bounds whatever the arguments: only the unchecked copy
+            self.in_nest, saved = True, self.unchecked
+            self.unchecked = saved | ids
+            self._emit_for(s)
+            self.unchecked = saved
+            self.in_nest = False
+            return
         self.line(f"if {' and '.join(conds)}:")
         self.in_nest, saved = True, self.unchecked
         self.unchecked = saved | ids
@@ -728,7 +757,14 @@ class Compiler(ExprCompiler):
                     conds[f"{self.ctrl(e, sub)} < {n}"] = None
         if not ids or any(na.holds(c) is False for c in conds):
             return None
-        return [c for c in conds if not na.holds(c)] or ["True"], frozenset(ids)
+        return [c for c in conds if not self._true(c)] or ["True"], frozenset(ids)
+
+    def _true(self, cond: str) -> bool:
+        """Condition ``cond`` holds whatever the arguments: it is literal, or (in ``_run``'s
+        body, where sizes were checked positive) proved from the sizes being positive."""
+        if na.holds(cond):
+            return True
+        return self.fast and na.proved(cond, self.positive)
 
     def _emit_for(self, s: For) -> None:
         # lo and hi are evaluated once, on entry; par loops run like seq loops
@@ -762,7 +798,7 @@ class Compiler(ExprCompiler):
             self.line(head)
             self.nested(s.body)
             return
-        conds = {c: None for c in conds if not na.holds(c)}
+        conds = {c: None for c in conds if not self._true(c)}
         tests = [f"{hi} - {lo} > {_SHORT}", *conds] if conds else []
         tests += distinct
         if tests:

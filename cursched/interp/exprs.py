@@ -34,6 +34,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import InterpreterError, SrcInfo
+from cursched.interp.nest_analysis import holds
 from cursched.interp.values import float_to_int, fmt_expr, oob_error, to_python
 from cursched.ir.config import ConfigField, fresh_state
 from cursched.ir.externs import EXTERNS
@@ -223,6 +224,10 @@ class ExprCompiler:
             self.types[f] = f.type
 
     # -- emission ------------------------------------------------------------------------
+    def _true(self, cond: str) -> bool:
+        """Condition ``cond`` (source) holds whatever the arguments (here: it is literal)."""
+        return bool(holds(cond))
+
     def line(self, text: str) -> None:
         """Emit one line of source at the current depth."""
         self.lines.append("    " * self.depth + text)
@@ -345,6 +350,8 @@ class ExprCompiler:
                 t = v
             ix.append(t)
         cond = " and ".join(f"0 <= {t} < {n}" for t, n in zip(ix, buf.dims, strict=True))
+        if self._true(cond):
+            return self.flat(buf, ix)
         text = f"{sym.name}[{', '.join(fmt_expr(i) for i in idx)}]"
         where = self.where(getattr(node, "srcinfo", None))
         fail = self.const(_oob_raiser(kind, text, where), "oob")
