@@ -269,3 +269,63 @@ def test_integer_accumulators_wrap_as_per_operation() -> None:
     assert np.array_equal(c, want)
     # the first loop only adds to its accumulator: wrapped once, when stored
     assert "- 128)" in compiled(wrap_dot.ir()).source.split("finally:")[1].splitlines()[1]
+
+
+@proc
+def imatmul(M: size, N: size, K: size, A: i8[M, K] @ DRAM, B: i8[K, N] @ DRAM, C: i32[M, N] @ DRAM):
+    for i in seq(0, M):
+        for j in seq(0, N):
+            C[i, j] = 0
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+@proc
+def isum_wrap(n: size, a: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[i]
+
+
+@proc
+def idot_reversed(n: size, a: i8[n] @ DRAM, b: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[n - 1 - i] * b[i]
+
+
+@proc
+def idot_empty(n: size, a: i32[n - 1, n] @ DRAM, out: i32[1] @ DRAM):
+    for i in seq(0, n - 1):
+        out[0] += a[i, 0] * a[i, n - 1]
+
+
+def _wrap(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def test_integer_dot_products_are_sums_with_the_loops_results() -> None:
+    # ``_run``'s body computes an integer accumulation loop as one sum over slices (strided
+    # for B's column, wrapped once when stored): the same values as the loop, wrap-around
+    # included, also when the general binding (views) runs the loop itself
+    rng = np.random.default_rng(5)
+    A = rng.integers(-128, 128, (5, 33)).astype(np.int8)
+    B = rng.integers(-128, 128, (33, 7)).astype(np.int8)
+    C = np.zeros((5, 7), np.int32)
+    imatmul.interpret(5, 7, 33, A, B, C)
+    assert np.array_equal(C, A.astype(np.int32) @ B.astype(np.int32))
+    assert "sum(map(" in compiled(imatmul.ir()).run_source
+    C2 = np.zeros((5, 7), np.int32)
+    imatmul.interpret(5, 7, 33, A[:], B[:], C2[:])  # views: the general binding's loop
+    assert np.array_equal(C2, C)
+    a = rng.integers(-128, 128, 50).astype(np.int8)
+    out = np.array([3], np.int8)
+    isum_wrap.interpret(50, a, out)
+    assert out[0] == _wrap(3 + sum(int(x) for x in a), 8)
+    assert "(sum(a_" in compiled(isum_wrap.ir()).run_source
+    x, y = (rng.integers(-128, 128, 20).astype(np.int8) for _ in range(2))
+    out = np.array([0], np.int8)
+    idot_reversed.interpret(20, x, y, out)  # a reversed walk: the loop, not a slice
+    assert out[0] == _wrap(sum(int(p) * int(q) for p, q in zip(x[::-1], y, strict=True)), 8)
+    out = np.array([7], np.int32)
+    idot_empty.interpret(1, np.zeros((0, 1), np.int32), out)  # no rows: stride 0, no sum
+    assert out[0] == 7

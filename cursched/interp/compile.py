@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +36,14 @@ import numpy as np
 
 from cursched.errors import AllocationError, InterpreterError
 from cursched.interp import nest_analysis as na
-from cursched.interp.exprs import Buf, ExprCompiler, Hoisted, reset_config_state, wrap_text
+from cursched.interp.exprs import (
+    Buf,
+    ExprCompiler,
+    Hoisted,
+    fits,
+    reset_config_state,
+    wrap_text,
+)
 from cursched.interp.values import (
     c_div,
     c_rem,
@@ -53,6 +61,7 @@ from cursched.interp.values import (
 from cursched.ir.nodes import (
     Alloc,
     Assign,
+    BinOp,
     Call,
     Expr,
     FnArg,
@@ -262,6 +271,12 @@ class Compiler(ExprCompiler):
         self.fast = False
         #: lists that are f32 memoryviews: a store into one rounds (``_fast_buf``)
         self.direct: set[str] = set()
+        #: the walked offsets of an innermost loop's accesses, by node: (w, dw), the offset
+        #: at loop value v being ``w + v * dw``
+        self.walk_of: dict[int, tuple[str, str]] = {}
+        #: the strides of ``_run``'s arrays but the innermost (products of sizes: positive
+        #: where an access in bounds ran)
+        self.fast_strides: set[str] = set()
         #: the size arguments' names (in ``_run``'s body they are known positive)
         self.positive = frozenset(
             self.name(a.sym)
@@ -411,6 +426,7 @@ class Compiler(ExprCompiler):
             case TensorType():
                 r = t.rank()
                 strides = tuple(f"{n}_s{k}" for k in range(r - 1)) + (("1",) if r else ())
+                self.fast_strides.update(strides[:-1])
                 self.bufs[a.sym] = Buf(f"{n}_d", "0", strides, self._fast_dims(t, n), t.elem)
                 elem = t.elem
             case _:
@@ -804,7 +820,7 @@ class Compiler(ExprCompiler):
         if tests:
             self.line(f"if {' and '.join(tests)}:")
             self.depth += 1
-        self._emit_unchecked(s, head, lo, bases, walks, hoisted, scalars)
+        self._emit_unchecked(s, (head, lo, hi), bases, walks, hoisted, scalars)
         if not tests:
             return
         self.depth -= 1
@@ -862,6 +878,7 @@ class Compiler(ExprCompiler):
                 w, dw = walks[key]
                 moved = self._scaled(v, dw)
                 hoisted[id(node)] = Hoisted(moved if w == "0" else f"{w} + {moved}")
+                self.walk_of[id(node)] = (w, dw)
                 continue
             if text not in bases:
                 bases[text] = text if na.is_name(text) else self.tmp("b")
@@ -871,15 +888,16 @@ class Compiler(ExprCompiler):
     def _emit_unchecked(
         self,
         s: For,
-        head: str,
-        lo: str,
+        range_: tuple[str, str, str],
         bases: dict[str, str],
         walks: dict[tuple[str, str], tuple[str, str]],
         hoisted: dict[int, Hoisted],
         scalars: list[tuple[str, str, str]],
     ) -> None:
-        """The copy of innermost loop ``s`` whose accesses ``hoisted`` are not checked: their
-        offsets computed on entry, the elements ``scalars`` held in locals."""
+        """The copy of innermost loop ``s`` (``range_``: its ``for`` line, lo and hi) whose
+        accesses ``hoisted`` are not checked: their offsets computed on entry, the elements
+        ``scalars`` held in locals; an integer dot product is one sum (``_int_dot``)."""
+        head, lo, hi = range_
         for text, name in bases.items():
             if name != text:
                 self.line(f"{name} = {text}")
@@ -890,6 +908,17 @@ class Compiler(ExprCompiler):
                 self.line(f"{w} = {a}" if lo == "0" else f"{w} = {a} - {lo} * {dw}")
         for data, off, local in scalars:
             self.line(f"{local} = {data}[{off}]")
+        dot = self._int_dot(s, hi, hoisted)
+        if dot is not None:
+            # the loop as one sum computed by Python's C code; nothing in it can fail
+            acc = hoisted[id(s.body[0])].scalar
+            self.line(f"{acc} = {acc} + {dot}")
+            for data, off, local in scalars:
+                dt = self.unwrapped.get(local)
+                value = local if dt is None else wrap_text(local, dt)
+                self.line(f"{data}[{off}] = {value}")
+            self.inner_var = None
+            return
         if scalars:
             # the element goes back to its list also when the loop stops with an error
             self.line("try:")
@@ -907,6 +936,52 @@ class Compiler(ExprCompiler):
                 dt = self.unwrapped.get(local)
                 value = local if dt is None else wrap_text(local, dt)
                 self.line(f"    {data}[{off}] = {value}")
+
+    def _int_dot(self, s: For, hi: str, hoisted: dict[int, Hoisted]) -> str | None:
+        """Source of the sum that innermost loop ``s`` adds to its accumulator, when the loop
+        is ``acc += x[..] * y[..]`` (or ``acc += x[..]``) in integers held unwrapped: the
+        sum of products over slices of the lists (exact integers: wrapping once, when the
+        accumulator is stored, gives the per-operation result). Only in ``_run``'s body,
+        where the strides are positive (an access in bounds over the range ran from a
+        non-empty array), so a slice with the walk's step visits the loop's elements;
+        otherwise None."""
+        if not self.fast or len(s.body) != 1 or not isinstance(s.body[0], Reduce):
+            return None
+        red = s.body[0]
+        h = hoisted.get(id(red))
+        if h is None or h.scalar is None or h.scalar not in self.unwrapped:
+            return None
+        dt = self.unwrapped[h.scalar]
+        rhs = red.rhs
+        reads: list[Expr] = [rhs] if isinstance(rhs, Read) else []
+        if isinstance(rhs, BinOp) and rhs.op == "*":
+            reads = [rhs.lhs, rhs.rhs]
+        slices = []
+        for r in reads:
+            src = self.types.get(r.sym) if isinstance(r, Read) else None
+            src_dt = src.elem if isinstance(src, TensorType) else src
+            ok = isinstance(src_dt, DataType) and src_dt.np_dtype.kind in "iu"
+            if not ok or id(r) not in self.walk_of or hoisted[id(r)].scalar is not None:
+                return None
+            assert isinstance(r, Read) and isinstance(src_dt, DataType)
+            if not fits(src_dt.np_dtype, dt):
+                return None
+            w, dw = self.walk_of[id(r)]
+            if not (dw in self.fast_strides or (na.is_int_literal(dw) and int(dw) > 0)):
+                return None  # a step that may be negative (a reversed walk) or zero
+            lo = self.ctrl(s.lo)
+            start = f"{w} + {self._scaled(lo, dw)}"
+            stop = f"{w} + {self._scaled(hi, dw)}"
+            step = "" if dw == "1" else f":{dw}"
+            slices.append(f"{self.buf(r.sym).data}[{start}:{stop}{step}]")
+        if not slices:
+            return None
+        # (an empty range may come with a stride 0, which a slice refuses)
+        lo = self.ctrl(s.lo)
+        if len(slices) == 1:
+            return f"(sum({slices[0]}) if {lo} < {hi} else 0)"
+        self.ns["_mul"] = operator.mul
+        return f"(sum(map(_mul, {', '.join(slices)})) if {lo} < {hi} else 0)"
 
     def _hoistable(self, s: For) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
         """The accesses in the body of innermost loop ``s`` whose checks can move to entry:

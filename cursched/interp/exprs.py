@@ -129,7 +129,7 @@ def wrap_text(code: str, dt: np.dtype[Any]) -> str:
     return f"(((({code}) + {half}) & {mask}) - {half})"
 
 
-def _fits(src: np.dtype[Any], dst: np.dtype[Any]) -> bool:
+def fits(src: np.dtype[Any], dst: np.dtype[Any]) -> bool:
     """Every value of integer type ``src`` is a value of integer type ``dst``."""
     sb, ss = _INT_BITS[src.name]
     db, ds = _INT_BITS[dst.name]
@@ -458,7 +458,7 @@ class ExprCompiler:
             return code
         if _is_int(dt):
             if _is_int(src):
-                return code if _fits(src, dt) else wrap_text(code, dt)
+                return code if fits(src, dt) else wrap_text(code, dt)
             fn = self.const(lambda x, _dt=dt: float_to_int(x, _dt), "f2i")
             return f"{fn}({code})"
         if _is_int(src):
