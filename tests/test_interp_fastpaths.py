@@ -329,3 +329,26 @@ def test_integer_dot_products_are_sums_with_the_loops_results() -> None:
     out = np.array([7], np.int32)
     idot_empty.interpret(1, np.zeros((0, 1), np.int32), out)  # no rows: stride 0, no sum
     assert out[0] == 7
+
+
+@proc
+def ufunc_operands(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = expf(x[i] * x[i]) + log(x[i] * 3.0)
+        z[i] = sin(x[i] + 1.0)
+
+
+def test_f32_ufunc_operands_rounded_by_their_store_agree_with_numpy() -> None:
+    # an f32 ufunc's computed operand is rounded by its store into the run's f32 array (no
+    # _R round trip), overflow to infinity included, without a numpy warning escaping
+    vals = [0.0, -0.0, 1.0, -1.0, 1e20, -1e20, 3e38, np.inf, -np.inf, np.nan, 88.7, 1e-45]
+    x = np.array([*vals, -7.5, 100.0, 20.0, 2.0**-126], np.float32)
+    n = len(x)
+    y, z = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    ufunc_operands.interpret(n, x, y, z)
+    f = np.float32
+    with np.errstate(all="ignore"):
+        ry = [f(np.exp(f(v * v))) + f(np.log(f(v * f(3.0)))) for v in x]
+        rz = [np.sin(f(v + f(1.0))) for v in x]
+    assert np.array_equal(y.view(np.uint32), np.array(ry, np.float32).view(np.uint32))
+    assert np.array_equal(z.view(np.uint32), np.array(rz, np.float32).view(np.uint32))

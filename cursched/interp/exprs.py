@@ -499,6 +499,16 @@ class ExprCompiler:
         spec = EXTERNS.get(e.name)
         if spec is None or spec.arity != len(e.args):
             raise InterpreterError(f"unknown extern {e.name}/{len(e.args)}")
+        ufunc = isinstance(spec.numpy, np.ufunc) and len(e.args) == 1 and dt.kind == "f"
+        if ufunc and dt.itemsize == 4 and e.name != "sqrt":
+            # a float ufunc gives its operand's type: called on a numpy scalar of dt, as
+            # _numpy_extern's, without a Python call or a numpy scalar built from nothing;
+            # the operand is rounded by its store into the f32 array, as ``_R`` would (the
+            # same C conversion; the run has numpy's errors silenced: uses_numpy)
+            self.uses_numpy = True
+            fn = self.const(spec.numpy, e.name)
+            code, _ = self.data(e.args[0], dt)
+            return self._held(f"float({fn}({self._np_scalar(code, dt)}))"), True
         # every operand is evaluated (as C does) before the call
         xs = [self.simple(a, dt) for a in e.args]
         is_float = not _is_int(dt)
