@@ -28,8 +28,10 @@ import functools
 import math
 import operator
 import os
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any, assert_never
 
 import numpy as np
@@ -140,6 +142,24 @@ def new_buffer(shape: tuple[int, ...], dt: np.dtype[Any]) -> np.ndarray[Any, Any
         raise AllocationError(
             f"cannot allocate a {dt} buffer of shape {shape} ({nbytes} bytes): {e}"
         ) from None
+
+
+#: Code objects by (source, file name): procs of one structure (a fuzzer's many similar
+#: procs, the versions a schedule makes and undoes) generate the same source, and Python's
+#: compiling of it is half of what compiling a proc costs. Bounded, oldest out first.
+_CODE: OrderedDict[tuple[str, str], CodeType] = OrderedDict()
+_CODE_SIZE = 1024
+
+
+def _code(source: str, filename: str) -> CodeType:
+    """``compile(source, filename, "exec")``, cached (see ``_CODE``)."""
+    key = (source, filename)
+    code = _CODE.get(key)
+    if code is None:
+        code = _CODE[key] = compile(source, filename, "exec")
+        while len(_CODE) > _CODE_SIZE:
+            _CODE.popitem(last=False)
+    return code
 
 
 @functools.cache
@@ -298,7 +318,7 @@ class Compiler(ExprCompiler):
         written = written_args(pd, lambda q: self.callee(q).written)
         source = "\n".join(self._fast_run(written)) + "\n"
         ns = dict(_HELPERS, **self.ns)
-        exec(compile(source, f"<cursched interp {pd.name} run>", "exec"), ns)
+        exec(_code(source, f"<cursched interp {pd.name} run>"), ns)
         return CompiledProc(
             pd=pd,
             written=written,
@@ -324,7 +344,7 @@ class Compiler(ExprCompiler):
         src += [f"def _preds({sig}):", *self._pred_checks("on entry to"), "    pass"]
         source = "\n".join(src) + "\n"
         ns = dict(_HELPERS, **self.ns)
-        exec(compile(source, f"<cursched interp {pd.name}>", "exec"), ns)
+        exec(_code(source, f"<cursched interp {pd.name}>"), ns)
         return GeneralFunctions(
             source=source, body=ns["_body"], entry=ns["_entry"], preds=ns["_preds"]
         )
