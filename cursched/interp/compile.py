@@ -690,11 +690,11 @@ class Compiler(ExprCompiler):
         dims: list[str] = []
         for k, e in enumerate(s.type.shape):
             t = self.ctrl(e)
-            if not na.is_int_literal(t):
+            if not na.is_name(t):  # (a name is a control value: it cannot change)
                 self.line(f"{n}_n{k} = {t}")
                 t = f"{n}_n{k}"
             dims.append(t)
-        if not all(na.is_int_literal(d) and int(d) >= 0 for d in dims):
+        if not all(self._true(f"0 <= {d}") for d in dims):
             fail = self.const(_neg_alloc_raiser(s.sym.name), "alloc")
             shape = f"({', '.join(dims)},)"
             self.line(f"if min({shape}) < 0: {fail}({shape})")
