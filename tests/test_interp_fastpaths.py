@@ -352,3 +352,42 @@ def test_f32_ufunc_operands_rounded_by_their_store_agree_with_numpy() -> None:
         rz = [np.sin(f(v + f(1.0))) for v in x]
     assert np.array_equal(y.view(np.uint32), np.array(ry, np.float32).view(np.uint32))
     assert np.array_equal(z.view(np.uint32), np.array(rz, np.float32).view(np.uint32))
+
+
+@proc
+def short_rows(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM, s: f32[n] @ DRAM):
+    for i in seq(0, n):
+        for k in seq(0, 4):
+            y[i, k] = x[i, k] * 2.0 + y[i, k]
+            s[i] += x[i, k]
+
+
+@proc
+def short_div(x: i32[2, 3] @ DRAM, d: i32[2, 3] @ DRAM, y: i32[2, 3] @ DRAM):
+    for i in seq(0, 2):
+        for k in seq(0, 3):
+            y[i, k] = x[i, k] / d[i, k]
+
+
+def test_unrolled_short_loops_agree_with_the_general_run() -> None:
+    # ``_run``'s body unrolls innermost loops of up to 4 iterations (the variable a
+    # literal): the same results as the general binding's loop, and the same error at the
+    # same statement, the writes before it made
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    y1, s1 = np.ones((6, 4), np.float32), np.zeros(6, np.float32)
+    y2, s2 = y1.copy(), s1.copy()
+    short_rows.interpret(6, x, y1, s1)
+    short_rows.interpret(6, x[:], y2[:], s2[:])  # views: the general binding
+    assert "for k_" not in compiled(short_rows.ir()).run_source.split("else:")[0]
+    assert np.array_equal(y1, y2) and np.array_equal(s1, s2)
+    xs = np.array([[7, 8, 9], [4, 5, 6]], np.int32)
+    ds = np.array([[2, 3, 1], [1, 0, 1]], np.int32)
+    assert "for k_" not in compiled(short_div.ir()).run_source
+    outs = []
+    for general in (False, True):
+        yy = np.full((2, 3), -1, np.int32)
+        with pytest.raises(InterpreterError) as err:
+            short_div.interpret(xs[:] if general else xs, ds, yy[:] if general else yy)
+        outs.append((str(err.value), yy.tolist()))
+    assert outs[0] == outs[1] and outs[0][1] == [[3, 2, 9], [4, -1, -1]]

@@ -92,6 +92,10 @@ _GARBAGE = 0xDEADBEEF
 #: Loops of at most this many iterations are not versioned (see the module docstring).
 _SHORT = 3
 
+#: Innermost loops of at most this many iterations, known when compiling, are unrolled in
+#: ``_run``'s body (``Compiler._emit_unrolled``).
+_UNROLL = 4
+
 #: Allocations of at most this many bytes, of a size known when compiling, are not checked
 #: against the machine's memory (they cannot fail the check).
 _SMALL_ALLOC = 1 << 20
@@ -943,10 +947,14 @@ class Compiler(ExprCompiler):
             # the element goes back to its list also when the loop stops with an error
             self.line("try:")
             self.depth += 1
-        self.line(head)
         saved = self.hoisted
-        self.hoisted = hoisted
-        self.nested(s.body)
+        trip = na.literal_value(f"{hi} - {lo}") if na.is_int_literal(lo) else None
+        if self.fast and trip is not None and 0 < trip <= _UNROLL:
+            self._emit_unrolled(s, int(lo), trip, hoisted)
+        else:
+            self.line(head)
+            self.hoisted = hoisted
+            self.nested(s.body)
         self.hoisted = saved
         self.inner_var = None
         if scalars:
@@ -956,6 +964,26 @@ class Compiler(ExprCompiler):
                 dt = self.unwrapped.get(local)
                 value = local if dt is None else wrap_text(local, dt)
                 self.line(f"    {data}[{off}] = {value}")
+
+    def _emit_unrolled(self, s: For, lo: int, trip: int, hoisted: dict[int, Hoisted]) -> None:
+        """The body of innermost loop ``s`` (``trip`` iterations from literal ``lo``) once
+        per iteration, the loop variable a literal: walked offsets ``w + v * dw`` become
+        ``w + k * dw`` (``w + k`` for a unit step), and no loop runs."""
+        sym = s.iter
+        name = self.names[sym]
+        try:
+            for k in range(lo, lo + trip):
+                self.names[sym] = str(k)  # every use of the variable reads the literal
+                self.hoisted = dict(hoisted)
+                for key, h in hoisted.items():
+                    if h.scalar is None and key in self.walk_of:
+                        w, dw = self.walk_of[key]
+                        moved = self._scaled(str(k), dw)
+                        base = moved if w == "0" else w if moved == "0" else f"{w} + {moved}"
+                        self.hoisted[key] = Hoisted(base)
+                self.block(s.body)
+        finally:
+            self.names[sym] = name
 
     def _int_dot(self, s: For, hi: str, hoisted: dict[int, Hoisted]) -> str | None:
         """Source of the sum that innermost loop ``s`` adds to its accumulator, when the loop
