@@ -391,3 +391,28 @@ def test_unrolled_short_loops_agree_with_the_general_run() -> None:
             short_div.interpret(xs[:] if general else xs, ds, yy[:] if general else yy)
         outs.append((str(err.value), yy.tolist()))
     assert outs[0] == outs[1] and outs[0][1] == [[3, 2, 9], [4, -1, -1]]
+
+
+@proc
+def scaled_copy(n: size, x: f32[n] @ DRAM, a: f32 @ DRAM, y: f32[n] @ DRAM, t: f32 @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i] * a
+    t = y[0] * a  # noqa: F841
+
+
+def test_read_only_arrays_as_lists_or_big_as_memoryviews() -> None:
+    # ``_run`` reads a read-only array through a list of its elements, or, above
+    # _LIST_MAX elements, through a memoryview; written f32 arrays and scalars are stored
+    # into directly (the memoryview rounds): the same bits either way
+    from cursched.interp.compile import _LIST_MAX
+
+    for n in (7, _LIST_MAX + 5):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        x[:3] = [np.inf, np.nan, 3e38]
+        a, t = np.array(3.0, np.float32), np.zeros((), np.float32)
+        y = np.zeros(n, np.float32)
+        scaled_copy.interpret(n, x, a, y, t)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ref = x * np.float32(3.0)
+        assert np.array_equal(y.view(np.uint32), ref.view(np.uint32))
+        assert t == np.float32(ref[0] * np.float32(3.0))
