@@ -416,3 +416,38 @@ def test_read_only_arrays_as_lists_or_big_as_memoryviews() -> None:
             ref = x * np.float32(3.0)
         assert np.array_equal(y.view(np.uint32), ref.view(np.uint32))
         assert t == np.float32(ref[0] * np.float32(3.0))
+
+
+@proc
+def fmatmul(
+    M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM
+):
+    for i in seq(0, M):
+        for j in seq(0, N):
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+def test_f32_dot_products_from_c_terms_agree_bit_for_bit() -> None:
+    # ``_run``'s body takes an f32 dot product's rounded products from Python's C code
+    # (array('f', map(mul, slices))) and adds them in order, rounding each sum: the same
+    # bits as the general binding's loop and as a sequential float32 reference, with
+    # overflow, infinities, NaN and subnormals among the values
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((5, 9)).astype(np.float32) * np.float32(1e19)
+    B = rng.standard_normal((9, 6)).astype(np.float32) * np.float32(1e19)
+    A[0, :3] = [np.inf, np.nan, 1e-45]
+    B[4, 2] = -np.inf
+    C = rng.standard_normal((5, 6)).astype(np.float32)
+    C1, C2 = C.copy(), C.copy()
+    fmatmul.interpret(5, 6, 9, A, B, C1)
+    fmatmul.interpret(5, 6, 9, A[:], B[:], C2[:])  # views: the general binding's loop
+    assert "_array('f', map(" in compiled(fmatmul.ir()).run_source
+    ref = C.copy()
+    with np.errstate(all="ignore"):
+        for i in range(5):
+            for j in range(6):
+                for k in range(9):
+                    ref[i, j] = np.float32(ref[i, j] + np.float32(A[i, k] * B[k, j]))
+    assert np.array_equal(C1.view(np.uint32), C2.view(np.uint32))
+    assert np.array_equal(C1.view(np.uint32), ref.view(np.uint32))

@@ -28,6 +28,7 @@ import functools
 import math
 import operator
 import os
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -949,7 +950,14 @@ class Compiler(ExprCompiler):
             self.depth += 1
         saved = self.hoisted
         trip = na.literal_value(f"{hi} - {lo}") if na.is_int_literal(lo) else None
-        if self.fast and trip is not None and 0 < trip <= _UNROLL:
+        terms = self._f32_terms(s, hi, hoisted)
+        if terms is not None:
+            # the terms from Python's C code; each sum rounded here, in order
+            p = self.tmp("p")
+            self.line(f"for {p} in {terms[0]}:")
+            self.line(f"    _R[0] = {terms[1]} + {p}")
+            self.line(f"    {terms[1]} = _R[0]")
+        elif self.fast and trip is not None and 0 < trip <= _UNROLL:
             self._emit_unrolled(s, int(lo), trip, hoisted)
         else:
             self.line(head)
@@ -985,44 +993,66 @@ class Compiler(ExprCompiler):
         finally:
             self.names[sym] = name
 
-    def _int_dot(self, s: For, hi: str, hoisted: dict[int, Hoisted]) -> str | None:
-        """Source of the sum that innermost loop ``s`` adds to its accumulator, when the loop
-        is ``acc += x[..] * y[..]`` (or ``acc += x[..]``) in integers held unwrapped: the
-        sum of products over slices of the lists (exact integers: wrapping once, when the
-        accumulator is stored, gives the per-operation result). Only in ``_run``'s body,
-        where the strides are positive (an access in bounds over the range ran from a
-        non-empty array), so a slice with the walk's step visits the loop's elements;
-        otherwise None."""
+    def _reduction(
+        self, s: For, hoisted: dict[int, Hoisted]
+    ) -> tuple[str, np.dtype[Any], list[Read]] | None:
+        """When innermost loop ``s`` is ``acc += x[..] * y[..]`` (or ``acc += x[..]``) into
+        an accumulator held in a local: the local, its type and the reads; else None."""
         if not self.fast or len(s.body) != 1 or not isinstance(s.body[0], Reduce):
             return None
         red = s.body[0]
         h = hoisted.get(id(red))
-        if h is None or h.scalar is None or h.scalar not in self.unwrapped:
+        if h is None or h.scalar is None:
             return None
-        dt = self.unwrapped[h.scalar]
         rhs = red.rhs
         reads: list[Expr] = [rhs] if isinstance(rhs, Read) else []
         if isinstance(rhs, BinOp) and rhs.op == "*":
             reads = [rhs.lhs, rhs.rhs]
-        slices = []
+        if not reads or not all(isinstance(r, Read) for r in reads):
+            return None
+        return h.scalar, self.elem_type(red.sym).np_dtype, [r for r in reads if isinstance(r, Read)]
+
+    def _slices(
+        self, s: For, hi: str, hoisted: dict[int, Hoisted], reads: list[Read]
+    ) -> list[str] | None:
+        """Slices of the lists that innermost loop ``s`` reads through ``reads``, in the
+        loop's order: only in ``_run``'s body, where the strides are positive (an access in
+        bounds over the range ran from a non-empty array) and for walks of positive step,
+        so that a slice with the walk's step visits the loop's elements; else None."""
+        out = []
+        lo = self.ctrl(s.lo)
         for r in reads:
-            src = self.types.get(r.sym) if isinstance(r, Read) else None
-            src_dt = src.elem if isinstance(src, TensorType) else src
-            ok = isinstance(src_dt, DataType) and src_dt.np_dtype.kind in "iu"
-            if not ok or id(r) not in self.walk_of or hoisted[id(r)].scalar is not None:
-                return None
-            assert isinstance(r, Read) and isinstance(src_dt, DataType)
-            if not fits(src_dt.np_dtype, dt):
+            if id(r) not in self.walk_of or hoisted[id(r)].scalar is not None:
                 return None
             w, dw = self.walk_of[id(r)]
             if not (dw in self.fast_strides or (na.is_int_literal(dw) and int(dw) > 0)):
                 return None  # a step that may be negative (a reversed walk) or zero
-            lo = self.ctrl(s.lo)
             start = f"{w} + {self._scaled(lo, dw)}"
             stop = f"{w} + {self._scaled(hi, dw)}"
             step = "" if dw == "1" else f":{dw}"
-            slices.append(f"{self.buf(r.sym).data}[{start}:{stop}{step}]")
-        if not slices:
+            out.append(f"{self.buf(r.sym).data}[{start}:{stop}{step}]")
+        return out
+
+    def _read_type(self, r: Read) -> np.dtype[Any] | None:
+        src = self.types.get(r.sym)
+        src_dt = src.elem if isinstance(src, TensorType) else src
+        return src_dt.np_dtype if isinstance(src_dt, DataType) else None
+
+    def _int_dot(self, s: For, hi: str, hoisted: dict[int, Hoisted]) -> str | None:
+        """Source of the sum that innermost loop ``s`` adds to its accumulator, when the loop
+        is ``acc += x[..] * y[..]`` (or ``acc += x[..]``) in integers held unwrapped: the
+        sum of products over slices of the lists (``_slices``; exact integers: wrapping
+        once, when the accumulator is stored, gives the per-operation result); else None."""
+        red = self._reduction(s, hoisted)
+        if red is None or red[0] not in self.unwrapped:
+            return None
+        _, dt, reads = red
+        for r in reads:
+            src = self._read_type(r)
+            if src is None or src.kind not in "iu" or not fits(src, dt):
+                return None
+        slices = self._slices(s, hi, hoisted, reads)
+        if slices is None:
             return None
         # (an empty range may come with a stride 0, which a slice refuses)
         lo = self.ctrl(s.lo)
@@ -1030,6 +1060,27 @@ class Compiler(ExprCompiler):
             return f"(sum({slices[0]}) if {lo} < {hi} else 0)"
         self.ns["_mul"] = operator.mul
         return f"(sum(map(_mul, {', '.join(slices)})) if {lo} < {hi} else 0)"
+
+    def _f32_terms(self, s: For, hi: str, hoisted: dict[int, Hoisted]) -> tuple[str, str] | None:
+        """When innermost loop ``s`` is ``acc += x[..] * y[..]`` (or ``acc += x[..]``) in
+        f32 into a local: the source of the iterable of its terms, each an f32 (the
+        products rounded by Python's C code: ``array('f', map(mul, ...))`` stores each
+        exact double product through the same C conversion as ``_R``), and the local; the
+        caller adds them in order, rounding each sum. Else None."""
+        red = self._reduction(s, hoisted)
+        if red is None:
+            return None
+        acc, dt, reads = red
+        if dt != np.float32 or any(self._read_type(r) != np.float32 for r in reads):
+            return None
+        slices = self._slices(s, hi, hoisted, reads)
+        if slices is None:
+            return None
+        lo = self.ctrl(s.lo)
+        if len(slices) == 1:
+            return f"({slices[0]} if {lo} < {hi} else ())", acc
+        self.ns.update(_mul=operator.mul, _array=array)
+        return f"(_array('f', map(_mul, {', '.join(slices)})) if {lo} < {hi} else ())", acc
 
     def _hoistable(self, s: For) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
         """The accesses in the body of innermost loop ``s`` whose checks can move to entry:
