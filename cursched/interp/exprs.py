@@ -527,7 +527,10 @@ class ExprCompiler:
             zero = "0.0" if is_float else "0"
             return f"({a} if ({a} >= {zero} or {a} != {a}) else {zero})", True
         if e.name == "sqrt" and is_float:
-            return f"_sqrt({xs[0]})", False
+            # sqrt_float inline (a Python call costs as much): NaN below zero, -0.0 stays
+            self.ns["_msqrt"] = math.sqrt
+            x = xs[0]
+            return f"(_msqrt({x}) if {x} >= 0 else _NAN)", False
         self.uses_numpy = True
         if e.name == "sigmoid" and dt.kind == "f" and dt.itemsize >= 4:
             # the table's operations on numpy scalars of dt, in the same order (_sigmoid)
