@@ -227,8 +227,10 @@ class CompiledProc:
         run_source: the generated source of ``run`` (for reading when debugging).
         run: a whole run (binding, asserts, body) for the arguments' common case: called
             with a run's arguments, it returns True when it ran them, False (having done
-            nothing) when the general binding must decide (an error, a view, a numpy int,
-            arguments mixing positions and names: ``cursched.interp.run``). Its body is a
+            nothing) when the general binding must decide (an error, a view, a numpy int:
+            ``cursched.interp.run``); too many, unknown or repeated arguments raise
+            Python's TypeError from the call itself, which ``interpret`` takes as False.
+            Its body is a
             copy of the statements specialised to that case (offsets 0, unit innermost
             strides, distinct arrays).
         uses_numpy: the proc or a callee calls numpy (externs), which reports overflow as
@@ -476,14 +478,11 @@ class Compiler(ExprCompiler):
         a missing one is ``_MISS``, which fails its type test), else False."""
         plain = all(not g.startswith("_") and not hasattr(builtins, g) for g in given)
         if given and plain and len(set(given)) == len(given):
-            # (a name given twice raises TypeError at the call: ``interpret`` then leaves
-            # it to the general binding, which names the argument)
+            # (a name given twice, an unknown one or too many arguments raise TypeError
+            # at the call: ``interpret`` then leaves it to the general binding, which
+            # names the argument)
             params = ", ".join(f"{g}=_MISS" for g in given)
-            return [
-                f"def _run({params}, *_a, **_kw):",
-                "    if _a or _kw: return False",
-                f"    {', '.join(names)}, = {', '.join(given)},",
-            ]
+            return [f"def _run({params}):", f"    {', '.join(names)}, = {', '.join(given)},"]
         head = "def _run(*_a, **_kw):"
         if given:
             return [
