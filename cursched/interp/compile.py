@@ -28,7 +28,6 @@ import functools
 import math
 import operator
 import os
-from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -949,14 +948,10 @@ class Compiler(ExprCompiler):
             self.depth += 1
         saved = self.hoisted
         trip = na.literal_value(f"{hi} - {lo}") if na.is_int_literal(lo) else None
-        terms = self._f32_terms(s, hi, hoisted)
-        if terms is not None:
-            # the terms from Python's C code; each sum rounded here, in order
-            p = self.tmp("p")
-            self.line(f"for {p} in {terms[0]}:")
-            self.line(f"    _R[0] = {terms[1]} + {p}")
-            self.line(f"    {terms[1]} = _R[0]")
-        elif self.fast and trip is not None and 0 < trip <= _UNROLL:
+        # (an f32 dot product's products from C, array('f', map(mul, slices)), was tried:
+        # at the corpus's lengths it costs more than it saves, 1.06M against 0.88M
+        # instructions for sgemm, attention_row, gemv and conv1d)
+        if self.fast and trip is not None and 0 < trip <= _UNROLL:
             self._emit_unrolled(s, int(lo), trip, hoisted)
         else:
             self.line(head)
@@ -1059,27 +1054,6 @@ class Compiler(ExprCompiler):
             return f"(sum({slices[0]}) if {lo} < {hi} else 0)"
         self.ns["_mul"] = operator.mul
         return f"(sum(map(_mul, {', '.join(slices)})) if {lo} < {hi} else 0)"
-
-    def _f32_terms(self, s: For, hi: str, hoisted: dict[int, Hoisted]) -> tuple[str, str] | None:
-        """When innermost loop ``s`` is ``acc += x[..] * y[..]`` (or ``acc += x[..]``) in
-        f32 into a local: the source of the iterable of its terms, each an f32 (the
-        products rounded by Python's C code: ``array('f', map(mul, ...))`` stores each
-        exact double product through the same C conversion as ``_R``), and the local; the
-        caller adds them in order, rounding each sum. Else None."""
-        red = self._reduction(s, hoisted)
-        if red is None:
-            return None
-        acc, dt, reads = red
-        if dt != np.float32 or any(self._read_type(r) != np.float32 for r in reads):
-            return None
-        slices = self._slices(s, hi, hoisted, reads)
-        if slices is None:
-            return None
-        lo = self.ctrl(s.lo)
-        if len(slices) == 1:
-            return f"({slices[0]} if {lo} < {hi} else ())", acc
-        self.ns.update(_mul=operator.mul, _array=array)
-        return f"(_array('f', map(_mul, {', '.join(slices)})) if {lo} < {hi} else ())", acc
 
     def _hoistable(self, s: For) -> list[tuple[Any, Sym, tuple[Expr, ...]]]:
         """The accesses in the body of innermost loop ``s`` whose checks can move to entry:
