@@ -8,6 +8,7 @@ Split out of ``compile.py``: pure functions over the IR and over source text, no
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from cursched.ir.nodes import BinOp, Const, Expr, For, Read, Stmt, StrideExpr, USub
@@ -116,6 +117,7 @@ def affine_in(e: Expr, vs: Sym | frozenset[Sym], inside: set[Sym]) -> bool:
 
 
 _LITERAL = re.compile(r"[0-9 ()+\-*/%<=>]+")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def literal_value(text: str) -> int | None:
@@ -150,6 +152,13 @@ def proved(cond: str, positive: frozenset[str]) -> bool:
     ``positive`` are at least 1 (size arguments, which ``_run`` checked): each comparison's
     difference is affine, with non-negative coefficients on ``positive`` names only, and its
     least value satisfies it. False when it cannot tell."""
+    if not set(_NAME.findall(cond)) - {"and"} <= positive:
+        return False  # a loop variable or another name: nothing to prove it from
+    return _proved(cond, positive)
+
+
+@functools.lru_cache(maxsize=4096)
+def _proved(cond: str, positive: frozenset[str]) -> bool:
     try:
         tree = ast.parse(cond, mode="eval").body
     except SyntaxError:
