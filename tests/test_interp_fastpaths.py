@@ -269,3 +269,183 @@ def test_integer_accumulators_wrap_as_per_operation() -> None:
     assert np.array_equal(c, want)
     # the first loop only adds to its accumulator: wrapped once, when stored
     assert "- 128)" in compiled(wrap_dot.ir()).source.split("finally:")[1].splitlines()[1]
+
+
+@proc
+def imatmul(M: size, N: size, K: size, A: i8[M, K] @ DRAM, B: i8[K, N] @ DRAM, C: i32[M, N] @ DRAM):
+    for i in seq(0, M):
+        for j in seq(0, N):
+            C[i, j] = 0
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+@proc
+def isum_wrap(n: size, a: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[i]
+
+
+@proc
+def idot_reversed(n: size, a: i8[n] @ DRAM, b: i8[n] @ DRAM, out: i8[1] @ DRAM):
+    for i in seq(0, n):
+        out[0] += a[n - 1 - i] * b[i]
+
+
+@proc
+def idot_empty(n: size, a: i32[n - 1, n] @ DRAM, out: i32[1] @ DRAM):
+    for i in seq(0, n - 1):
+        out[0] += a[i, 0] * a[i, n - 1]
+
+
+def _wrap(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+
+
+def test_integer_dot_products_are_sums_with_the_loops_results() -> None:
+    # ``_run``'s body computes an integer accumulation loop as one sum over slices (strided
+    # for B's column, wrapped once when stored): the same values as the loop, wrap-around
+    # included, also when the general binding (views) runs the loop itself
+    rng = np.random.default_rng(5)
+    A = rng.integers(-128, 128, (5, 33)).astype(np.int8)
+    B = rng.integers(-128, 128, (33, 7)).astype(np.int8)
+    C = np.zeros((5, 7), np.int32)
+    imatmul.interpret(5, 7, 33, A, B, C)
+    assert np.array_equal(C, A.astype(np.int32) @ B.astype(np.int32))
+    assert "sum(map(" in compiled(imatmul.ir()).run_source
+    C2 = np.zeros((5, 7), np.int32)
+    imatmul.interpret(5, 7, 33, A[:], B[:], C2[:])  # views: the general binding's loop
+    assert np.array_equal(C2, C)
+    a = rng.integers(-128, 128, 50).astype(np.int8)
+    out = np.array([3], np.int8)
+    isum_wrap.interpret(50, a, out)
+    assert out[0] == _wrap(3 + sum(int(x) for x in a), 8)
+    assert "(sum(a_" in compiled(isum_wrap.ir()).run_source
+    x, y = (rng.integers(-128, 128, 20).astype(np.int8) for _ in range(2))
+    out = np.array([0], np.int8)
+    idot_reversed.interpret(20, x, y, out)  # a reversed walk: the loop, not a slice
+    assert out[0] == _wrap(sum(int(p) * int(q) for p, q in zip(x[::-1], y, strict=True)), 8)
+    out = np.array([7], np.int32)
+    idot_empty.interpret(1, np.zeros((0, 1), np.int32), out)  # no rows: stride 0, no sum
+    assert out[0] == 7
+
+
+@proc
+def ufunc_operands(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = expf(x[i] * x[i]) + log(x[i] * 3.0)
+        z[i] = sin(x[i] + 1.0)
+
+
+def test_f32_ufunc_operands_rounded_by_their_store_agree_with_numpy() -> None:
+    # an f32 ufunc's computed operand is rounded by its store into the run's f32 array (no
+    # _R round trip), overflow to infinity included, without a numpy warning escaping
+    vals = [0.0, -0.0, 1.0, -1.0, 1e20, -1e20, 3e38, np.inf, -np.inf, np.nan, 88.7, 1e-45]
+    x = np.array([*vals, -7.5, 100.0, 20.0, 2.0**-126], np.float32)
+    n = len(x)
+    y, z = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    ufunc_operands.interpret(n, x, y, z)
+    f = np.float32
+    with np.errstate(all="ignore"):
+        ry = [f(np.exp(f(v * v))) + f(np.log(f(v * f(3.0)))) for v in x]
+        rz = [np.sin(f(v + f(1.0))) for v in x]
+    assert np.array_equal(y.view(np.uint32), np.array(ry, np.float32).view(np.uint32))
+    assert np.array_equal(z.view(np.uint32), np.array(rz, np.float32).view(np.uint32))
+
+
+@proc
+def short_rows(n: size, x: f32[n, 4] @ DRAM, y: f32[n, 4] @ DRAM, s: f32[n] @ DRAM):
+    for i in seq(0, n):
+        for k in seq(0, 4):
+            y[i, k] = x[i, k] * 2.0 + y[i, k]
+            s[i] += x[i, k]
+
+
+@proc
+def short_div(x: i32[2, 3] @ DRAM, d: i32[2, 3] @ DRAM, y: i32[2, 3] @ DRAM):
+    for i in seq(0, 2):
+        for k in seq(0, 3):
+            y[i, k] = x[i, k] / d[i, k]
+
+
+def test_unrolled_short_loops_agree_with_the_general_run() -> None:
+    # ``_run``'s body unrolls innermost loops of up to 4 iterations (the variable a
+    # literal): the same results as the general binding's loop, and the same error at the
+    # same statement, the writes before it made
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((6, 4)).astype(np.float32)
+    y1, s1 = np.ones((6, 4), np.float32), np.zeros(6, np.float32)
+    y2, s2 = y1.copy(), s1.copy()
+    short_rows.interpret(6, x, y1, s1)
+    short_rows.interpret(6, x[:], y2[:], s2[:])  # views: the general binding
+    assert "for k_" not in compiled(short_rows.ir()).run_source.split("else:")[0]
+    assert np.array_equal(y1, y2) and np.array_equal(s1, s2)
+    xs = np.array([[7, 8, 9], [4, 5, 6]], np.int32)
+    ds = np.array([[2, 3, 1], [1, 0, 1]], np.int32)
+    assert "for k_" not in compiled(short_div.ir()).run_source
+    outs = []
+    for general in (False, True):
+        yy = np.full((2, 3), -1, np.int32)
+        with pytest.raises(InterpreterError) as err:
+            short_div.interpret(xs[:] if general else xs, ds, yy[:] if general else yy)
+        outs.append((str(err.value), yy.tolist()))
+    assert outs[0] == outs[1] and outs[0][1] == [[3, 2, 9], [4, -1, -1]]
+
+
+@proc
+def scaled_copy(n: size, x: f32[n] @ DRAM, a: f32 @ DRAM, y: f32[n] @ DRAM, t: f32 @ DRAM):
+    for i in seq(0, n):
+        y[i] = x[i] * a
+    t = y[0] * a  # noqa: F841
+
+
+def test_read_only_arrays_as_lists_or_big_as_memoryviews() -> None:
+    # ``_run`` reads a read-only array through a list of its elements, or, above
+    # _LIST_MAX elements, through a memoryview; written f32 arrays and scalars are stored
+    # into directly (the memoryview rounds): the same bits either way
+    from cursched.interp.compile import _LIST_MAX
+
+    for n in (7, _LIST_MAX + 5):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        x[:3] = [np.inf, np.nan, 3e38]
+        a, t = np.array(3.0, np.float32), np.zeros((), np.float32)
+        y = np.zeros(n, np.float32)
+        scaled_copy.interpret(n, x, a, y, t)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ref = x * np.float32(3.0)
+        assert np.array_equal(y.view(np.uint32), ref.view(np.uint32))
+        assert t == np.float32(ref[0] * np.float32(3.0))
+
+
+@proc
+def fmatmul(
+    M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM
+):
+    for i in seq(0, M):
+        for j in seq(0, N):
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+
+
+def test_f32_dot_products_agree_bit_for_bit() -> None:
+    # ``_run``'s body (scalar-replaced accumulator, read-only lists, unit strides) and the
+    # general binding's loop give the same bits as a sequential float32 reference, with
+    # overflow, infinities, NaN and subnormals among the values
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((5, 9)).astype(np.float32) * np.float32(1e19)
+    B = rng.standard_normal((9, 6)).astype(np.float32) * np.float32(1e19)
+    A[0, :3] = [np.inf, np.nan, 1e-45]
+    B[4, 2] = -np.inf
+    C = rng.standard_normal((5, 6)).astype(np.float32)
+    C1, C2 = C.copy(), C.copy()
+    fmatmul.interpret(5, 6, 9, A, B, C1)
+    fmatmul.interpret(5, 6, 9, A[:], B[:], C2[:])  # views: the general binding's loop
+    ref = C.copy()
+    with np.errstate(all="ignore"):
+        for i in range(5):
+            for j in range(6):
+                for k in range(9):
+                    ref[i, j] = np.float32(ref[i, j] + np.float32(A[i, k] * B[k, j]))
+    assert np.array_equal(C1.view(np.uint32), C2.view(np.uint32))
+    assert np.array_equal(C1.view(np.uint32), ref.view(np.uint32))

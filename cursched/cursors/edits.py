@@ -33,7 +33,7 @@ from cursched.cursors.forwarding import (
 )
 from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc
 from cursched.cursors.tree import _CHILDREN, stmt_list, update_at
-from cursched.ir.nodes import For, Node, ProcDef, Stmt
+from cursched.ir.nodes import For, Node, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, Step, get_at
 from cursched.ir.symbols import Sym
 
@@ -224,8 +224,15 @@ def insert(ir: ProcDef, gap: GapPos, stmts: Sequence[Stmt]) -> tuple[ProcDef, Sp
 
 
 def delete(ir: ProcDef, block: BlockLoc, *, hint: str = "") -> tuple[ProcDef, SpliceMap]:
-    """Delete the statements of ``block``; they die with ``hint``."""
-    return replace(ir, block, (), hint=hint)
+    """Delete the statements of ``block``; they die with ``hint``.
+
+    A body never becomes empty: deleting every statement of one leaves a ``pass`` (an empty
+    body prints as ``pass``, which parses back to a ``Pass``, and primitives assume a body
+    holds a statement). An ``else`` branch may become empty: that is no ``else``.
+    """
+    whole = block.lo == 0 and block.hi == len(stmt_list(ir, block.parent, block.attr))
+    keep = (Pass(),) if whole and block.attr != "orelse" else ()
+    return replace(ir, block, keep, hint=hint)
 
 
 def wrap(

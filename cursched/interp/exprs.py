@@ -34,6 +34,7 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import InterpreterError, SrcInfo
+from cursched.interp.nest_analysis import holds
 from cursched.interp.values import float_to_int, fmt_expr, oob_error, to_python
 from cursched.ir.config import ConfigField, fresh_state
 from cursched.ir.externs import EXTERNS
@@ -128,7 +129,7 @@ def wrap_text(code: str, dt: np.dtype[Any]) -> str:
     return f"(((({code}) + {half}) & {mask}) - {half})"
 
 
-def _fits(src: np.dtype[Any], dst: np.dtype[Any]) -> bool:
+def fits(src: np.dtype[Any], dst: np.dtype[Any]) -> bool:
     """Every value of integer type ``src`` is a value of integer type ``dst``."""
     sb, ss = _INT_BITS[src.name]
     db, ds = _INT_BITS[dst.name]
@@ -196,6 +197,9 @@ class ExprCompiler:
         self.ntmp = 0
         self.uses_numpy = False
         self.uses_config = False
+        #: one-element numpy arrays (by dtype) through which externs get numpy scalars:
+        #: name -> dtype; each run makes its own (``cells``)
+        self.np_cells: dict[str, np.dtype[Any]] = {}
         #: accesses whose checks the enclosing loop hoisted (by node identity)
         self.hoisted: dict[int, Hoisted] = {}
         #: accesses (by node identity) that an enclosing loop nest proved in bounds on entry
@@ -220,6 +224,10 @@ class ExprCompiler:
             self.types[f] = f.type
 
     # -- emission ------------------------------------------------------------------------
+    def _true(self, cond: str) -> bool:
+        """Condition ``cond`` (source) holds whatever the arguments (here: it is literal)."""
+        return bool(holds(cond))
+
     def line(self, text: str) -> None:
         """Emit one line of source at the current depth."""
         self.lines.append("    " * self.depth + text)
@@ -342,6 +350,8 @@ class ExprCompiler:
                 t = v
             ix.append(t)
         cond = " and ".join(f"0 <= {t} < {n}" for t, n in zip(ix, buf.dims, strict=True))
+        if self._true(cond):
+            return self.flat(buf, ix)
         text = f"{sym.name}[{', '.join(fmt_expr(i) for i in idx)}]"
         where = self.where(getattr(node, "srcinfo", None))
         fail = self.const(_oob_raiser(kind, text, where), "oob")
@@ -448,7 +458,7 @@ class ExprCompiler:
             return code
         if _is_int(dt):
             if _is_int(src):
-                return code if _fits(src, dt) else wrap_text(code, dt)
+                return code if fits(src, dt) else wrap_text(code, dt)
             fn = self.const(lambda x, _dt=dt: float_to_int(x, _dt), "f2i")
             return f"{fn}({code})"
         if _is_int(src):
@@ -489,6 +499,16 @@ class ExprCompiler:
         spec = EXTERNS.get(e.name)
         if spec is None or spec.arity != len(e.args):
             raise InterpreterError(f"unknown extern {e.name}/{len(e.args)}")
+        ufunc = isinstance(spec.numpy, np.ufunc) and len(e.args) == 1 and dt.kind == "f"
+        if ufunc and dt.itemsize == 4 and e.name != "sqrt":
+            # a float ufunc gives its operand's type: called on a numpy scalar of dt, as
+            # _numpy_extern's, without a Python call or a numpy scalar built from nothing;
+            # the operand is rounded by its store into the f32 array, as ``_R`` would (the
+            # same C conversion; the run has numpy's errors silenced: uses_numpy)
+            self.uses_numpy = True
+            fn = self.const(spec.numpy, e.name)
+            code, _ = self.data(e.args[0], dt)
+            return self._held(f"float({fn}({self._np_scalar(code, dt)}))"), True
         # every operand is evaluated (as C does) before the call
         xs = [self.simple(a, dt) for a in e.args]
         is_float = not _is_int(dt)
@@ -507,13 +527,49 @@ class ExprCompiler:
             zero = "0.0" if is_float else "0"
             return f"({a} if ({a} >= {zero} or {a} != {a}) else {zero})", True
         if e.name == "sqrt" and is_float:
-            return f"_sqrt({xs[0]})", False
+            # sqrt_float inline (a Python call costs as much): NaN below zero, -0.0 stays
+            self.ns["_msqrt"] = math.sqrt
+            x = xs[0]
+            return f"(_msqrt({x}) if {x} >= 0 else _NAN)", False
         self.uses_numpy = True
         if e.name == "sigmoid" and dt.kind == "f" and dt.itemsize >= 4:
-            fn = self.const(_sigmoid(dt), e.name)
-            return f"{fn}({xs[0]})", True
+            # the table's operations on numpy scalars of dt, in the same order (_sigmoid)
+            one, exp = self.const(dt.type(1), "one"), self.const(np.exp, "exp")
+            x = self._np_scalar(f"(-{xs[0]})", dt)
+            return self._held(f"float({one} / ({one} + {exp}({x})))"), True
+        if isinstance(spec.numpy, np.ufunc) and len(xs) == 1 and dt.kind == "f":
+            # a float ufunc gives its operand's type: the call on a numpy scalar of dt, as
+            # _numpy_extern's, without a Python call or a numpy scalar built from nothing
+            fn = self.const(spec.numpy, e.name)
+            return self._held(f"float({fn}({self._np_scalar(xs[0], dt)}))"), True
         fn = self.const(_numpy_extern(spec.numpy, dt, len(xs)), e.name)
         return f"{fn}({', '.join(xs)})", True
+
+    def _np_scalar(self, code: str, dt: np.dtype[Any]) -> str:
+        """Source of a numpy scalar of float type ``dt`` holding ``code``'s exact value of
+        ``dt`` (stored into the run's one-element array, then read: the read must come
+        before anything else is stored there, so its user holds the result, ``_held``)."""
+        cell = next((n for n, d in self.np_cells.items() if d == dt), None)
+        if cell is None:
+            cell = f"_A{dt.char}"
+            self.np_cells[cell] = dt
+        self.line(f"{cell}[0] = {code}")
+        return f"{cell}[0]"
+
+    def _held(self, code: str) -> str:
+        """``code`` evaluated now into a temporary (see ``_np_scalar``)."""
+        v = self.tmp()
+        self.line(f"{v} = {code}")
+        return v
+
+    def cells(self) -> list[str]:
+        """The lines making the run's one-element arrays (``_np_scalar``)."""
+        self.ns["_np_empty"] = np.empty
+        out = []
+        for name, dt in self.np_cells.items():
+            t = self.const(dt, "dt")
+            out.append(f"{name} = _np_empty(1, {t})")
+        return out
 
     # -- windows -------------------------------------------------------------------------
     def window(self, w: WindowExpr) -> Buf:

@@ -7,6 +7,8 @@ Split out of ``compile.py``: pure functions over the IR and over source text, no
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
 
 from cursched.ir.nodes import BinOp, Const, Expr, For, Read, Stmt, StrideExpr, USub
@@ -115,6 +117,7 @@ def affine_in(e: Expr, vs: Sym | frozenset[Sym], inside: set[Sym]) -> bool:
 
 
 _LITERAL = re.compile(r"[0-9 ()+\-*/%<=>]+")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def literal_value(text: str) -> int | None:
@@ -141,3 +144,79 @@ def is_name(text: str) -> bool:
 
 def is_int_literal(text: str) -> bool:
     return text.lstrip("-").isdigit()
+
+
+def proved(cond: str, positive: frozenset[str]) -> bool:
+    """Whether condition ``cond`` (generated source: comparisons of integer expressions
+    joined by ``and``) holds for every value of its names, knowing that the names in
+    ``positive`` are at least 1 (size arguments, which ``_run`` checked): each comparison's
+    difference is affine, with non-negative coefficients on ``positive`` names only, and its
+    least value satisfies it. False when it cannot tell."""
+    if not set(_NAME.findall(cond)) - {"and"} <= positive:
+        return False  # a loop variable or another name: nothing to prove it from
+    return _proved(cond, positive)
+
+
+@functools.lru_cache(maxsize=4096)
+def _proved(cond: str, positive: frozenset[str]) -> bool:
+    try:
+        tree = ast.parse(cond, mode="eval").body
+    except SyntaxError:
+        return False
+    parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+    return all(_compare_proved(p, positive) for p in parts)
+
+
+def _compare_proved(node: ast.expr, positive: frozenset[str]) -> bool:
+    if not isinstance(node, ast.Compare):
+        return False
+    left = node.left
+    for op, right in zip(node.ops, node.comparators, strict=True):
+        lo, hi = _affine(left, positive), _affine(right, positive)
+        if lo is None or hi is None:
+            return False
+        diff = dict(hi)
+        for k, c in lo.items():
+            diff[k] = diff.get(k, 0) - c
+        const = diff.pop("", 0)
+        if any(c < 0 for c in diff.values()):
+            return False
+        least = const + sum(diff.values())  # every positive name at its least, 1
+        strict = {ast.Lt: True, ast.LtE: False}.get(type(op))
+        if strict is None or least < (1 if strict else 0):
+            return False
+        left = right
+    return True
+
+
+def _affine(node: ast.expr, positive: frozenset[str]) -> dict[str, int] | None:
+    """``node`` as {name: coefficient, "": constant}, the names among ``positive``; None
+    if it is not affine in them."""
+    match node:
+        case ast.Constant(value=int() as v) if not isinstance(v, bool):
+            return {"": v}
+        case ast.Name(id=name) if name in positive:
+            return {name: 1}
+        case ast.UnaryOp(op=ast.USub(), operand=x):
+            a = _affine(x, positive)
+            return None if a is None else {k: -c for k, c in a.items()}
+        case ast.BinOp(left=x, op=ast.Add() | ast.Sub() as op, right=y):
+            a, b = _affine(x, positive), _affine(y, positive)
+            if a is None or b is None:
+                return None
+            sign = 1 if isinstance(op, ast.Add) else -1
+            out = dict(a)
+            for k, c in b.items():
+                out[k] = out.get(k, 0) + sign * c
+            return out
+        case ast.BinOp(left=x, op=ast.Mult(), right=y):
+            a, b = _affine(x, positive), _affine(y, positive)
+            if a is None or b is None:
+                return None
+            for p, q in ((a, b), (b, a)):
+                if set(q) <= {""}:
+                    factor = q.get("", 0)
+                    return {name: c * factor for name, c in p.items()}
+            return None
+        case _:
+            return None

@@ -47,6 +47,9 @@ __all__ = ["compiled", "eval_control", "interpret"]
 # is cached. Bounded so that the many intermediate versions a schedule makes do not pile up.
 _CACHE: OrderedDict[int, CompiledProc] = OrderedDict()
 _CACHE_SIZE = 512
+#: The same entries' ``(pd, run)``: what ``interpret`` calls first, in one lookup (the fixed
+#: cost of a call is most of what a small proc's run costs).
+_RUNS: dict[int, tuple[ProcDef, Callable[..., bool]]] = {}
 
 
 def compiled(pd: ProcDef) -> CompiledProc:
@@ -58,8 +61,10 @@ def compiled(pd: ProcDef) -> CompiledProc:
         return hit
     cp = Compiler(pd, compiled).compile()
     _CACHE[id(pd)] = cp
+    _RUNS[id(pd)] = (pd, cp.run)
     while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+        key, _ = _CACHE.popitem(last=False)
+        _RUNS.pop(key, None)
     return cp
 
 
@@ -92,11 +97,20 @@ def interpret(p: ProcDef | Any, *args: Any, **kwargs: Any) -> None:
         ArgumentError: an argument is missing, extra, or of the wrong kind, dtype or shape.
         InterpreterError: an assert fails or an access is out of bounds.
     """
-    cp = _CACHE.get(id(p))
-    if cp is None or cp.pd is not p:  # not a ProcDef compiled before (or a Proc)
-        cp = compiled(procdef_of(p))
-    if cp.run(*args, **kwargs):
-        return
+    hit = _RUNS.get(id(p))
+    if hit is None or hit[0] is not p:  # not a ProcDef compiled before (or a Proc)
+        pd = procdef_of(p)
+        hit = (pd, compiled(pd).run)
+    try:
+        if hit[1](*args, **kwargs):
+            return
+    except TypeError as e:
+        # Python's own binding of ``run``'s parameters refused the call (an argument given
+        # twice): the general binding names it. A TypeError from inside the run (its
+        # traceback goes on into ``run``) is the run's own.
+        if e.__traceback__ is None or e.__traceback__.tb_next is not None:
+            raise
+    cp = compiled(hit[0])
     values = bind_args(cp, args, kwargs)
     flat, write_back = _flatten(cp, values)
     cp.preds(*flat)

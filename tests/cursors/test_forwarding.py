@@ -29,6 +29,7 @@ from cursched.cursors import (
     Tombstone,
 )
 from cursched.cursors.edits import Rewrite
+from cursched.cursors.forwarding import Dead
 from cursched.ir.nodes import BinOp, Const, Scope
 from cursched.ir.traversal import subst_stmt
 from cursched.ir.types import INT
@@ -316,3 +317,36 @@ def test_pure_edit_operations_return_ir_and_map() -> None:
     wrapped, m4 = edits.wrap(ir, BlockLoc((), "body", 0, 2), lambda ss: Scope("all", ss))
     assert m4((("body", 1), ("rhs", -1))) == (("body", 0), ("body", 1), ("rhs", -1))
     assert isinstance(wrapped.body[0], Scope)
+
+
+def test_editor_delete_never_leaves_an_empty_body() -> None:
+    """Deleting every statement of a body leaves a ``pass`` (whatever the primitive: the
+    editor does it, not each of delete_config, delete_buffer, inline_assign); the deleted
+    statements die; an ``else`` branch emptied is no ``else``."""
+
+    @proc
+    def branches(n: size, x: f32[n] @ DRAM):
+        for i in seq(0, n):
+            if i < 2:
+                x[i] = 1.0
+            else:
+                x[i] = 2.0
+                x[i] = 3.0
+
+    ir = branches.ir()
+    loop = NodeLoc((("body", 0),))
+    cond = (("body", 0), ("body", 0))
+    ed = Editor(ir)
+    ed.delete(BlockLoc(cond, "body", 0, 1), hint="gone")
+    ed.delete(BlockLoc(cond, "orelse", 0, 2), hint="gone")
+    body = ed.ir.body[0].body[0]  # type: ignore[attr-defined]
+    assert [type(s).__name__ for s in body.body] == ["Pass"]
+    assert body.orelse == ()
+    ed.delete(BlockLoc(loop.path, "body", 0, 1), hint="gone")
+    assert [type(s).__name__ for s in ed.ir.body[0].body] == ["Pass"]  # type: ignore[attr-defined]
+    dead = ed.forward(NodeLoc((*cond, ("body", 0))))
+    assert isinstance(dead, Dead) and dead.hint == "gone"  # the deleted statement died
+    # a part of a body is deleted as before, with no pass left
+    ed2 = Editor(ir)
+    ed2.delete(BlockLoc(cond, "orelse", 0, 1), hint="gone")
+    assert len(ed2.ir.body[0].body[0].orelse) == 1  # type: ignore[attr-defined]

@@ -352,10 +352,7 @@ def delete_buffer(proc: Proc, buf: Buffer) -> Rewrite[DeleteBufferCursors]:
     checks_passed()
     ed = Editor(ir)
     block = buf.as_block().block()
-    if scope.hi - scope.lo == 1 and scope.lo == 0:
-        ed.replace(block, (Pass(),), hint="deleted by delete_buffer")
-    else:
-        ed.delete(block, hint="deleted by delete_buffer")
+    ed.delete(block, hint="deleted by delete_buffer")  # (the only statement leaves a pass)
     return ed.done(DeleteBufferCursors)
 
 

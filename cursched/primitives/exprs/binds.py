@@ -38,7 +38,6 @@ from cursched.ir.nodes import (
     Alloc,
     Assign,
     Expr,
-    Pass,
     ProcDef,
     Read,
     Reduce,
@@ -378,12 +377,7 @@ def inline_assign(proc: Proc, assign: StmtCursor) -> Rewrite[InlineCursors]:
     checks_passed()
     ed = Editor(ir)
     hint = "inlined by inline_assign; use .reads"
-    if len(stmt_list(ir, block.parent, block.attr)) == 1:
-        # a body never becomes empty (as delete_buffer): an empty one prints as `pass`, which
-        # parses back to a Pass, and other primitives crash on it (bugs.md F2)
-        ed.replace(block, (Pass(),), hint=hint)
-    else:
-        ed.delete(block, hint=hint)
+    ed.delete(block, hint=hint)  # (the only statement of a body leaves a pass: bugs.md F2)
     out: list[NodeLoc] = []
     for path in reads:
         loc = ed.forward(NodeLoc(path))
