@@ -27,9 +27,11 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    past the last MC block as ``At``; the K remainder's ``Bq``, ``Aq``, ``Au``. The copies are
    split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); B's
    panels get an odd row count (``resize_dim`` to ``odd(KC)``: ``Bp[N / NR, KC | 1, NR]``),
-   so that the copy's writes to the panels do not all fall in one set of L1; every
-   packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its
-   buffers too);
+   so that the copy's writes to the panels do not all fall in one set of L1; with AVX-512
+   a product whose whole K is at most ``rows_k`` (512) reads its MC blocks of A in place
+   (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``), a deeper one
+   packs; every packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``:
+   OpenBLAS keeps its buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
    scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
@@ -108,6 +110,7 @@ class Target(NamedTuple):
     zero: Proc  # the register tile's start (accumulated from zero, BLIS's micro-kernel)
     storeadd: Proc  # C += the tile, at the end
     spread: int = 0  # prefetch C's rows all before the k loop (0), or one every spread k
+    rows_k: int = 0  # a K at most this deep runs on A's rows, unpacked (0: always packed)
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -121,11 +124,17 @@ AVX2_TARGET = Target(
 # (benchmarks/results/sgemm.md, wave 4): the C tile's update, not L1 room for B's panel,
 # bounds this kernel (L2 feeds 128 bytes of B per 28 FMAs easily), so a deep K block that
 # touches C K / 1024 times beats one whose KC x NR panel fits L1 (192: 0.84 of numpy at 2048,
-# 1024: 0.94-0.97); MC = 12 x 14 rows keeps the 168 x 1024 block of A in the 1 MiB L2
+# 1024: 0.94-0.97); MC = 12 x 14 rows keeps the 168 x 1024 block of A in the 1 MiB L2.
+# rows_k = 512: with K <= 512 (the whole product one short K block) the kernels read A's
+# rows in place (the NR-wide edge kernel at MV = 14 runs at the packed kernel's 245 GF/s on
+# cached data, and the 168 x K block of A stays in L2 across the panels of B): A's copy,
+# reading A from memory, cost 7-10% of the time at 512^3 (section timers); through the
+# schedule, interleaved: new/old 1.04-1.09 at 256..512; rows at 640..1000 (hand-edited C):
+# 1-4% slower than packing, 576 within the noise
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
-    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16,
+    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16, 512,
 )  # fmt: skip
 
 
@@ -466,7 +475,12 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
                  divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
     p = copy_by_rows(p, bq.load, 1, nr)
     p, _ = resize_dim(p, p.forward(bq.alloc), 1, odd(f"K - {base}"))
-    p, aq = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
+    rem_ic: StmtCursor = p.forward(rmc.outer)
+    if t.rows_k:  # a short K (the remainder is all of it) reads A's rows in place
+        p, rs = specialize(p, rem_ic, f"K <= {t.rows_k}")
+        rem_ic = rs.fallback[0]
+    assert isinstance(rem_ic, ForCursor)
+    p, aq = pack(p, rem_ic.body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
                  "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
     p = copy_by_rows(p, aq.load, 0, mr)
     p, au = pack(p, rtail.outer, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
