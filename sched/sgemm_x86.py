@@ -28,8 +28,8 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); B's
    panels get an odd row count (``resize_dim`` to ``odd(KC)``: ``Bp[N / NR, KC | 1, NR]``),
    so that the copy's writes to the panels do not all fall in one set of L1; with AVX-512
-   a product whose whole K is at most ``rows_k`` (512) reads its MC blocks of A in place
-   (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``), a deeper one
+   a product whose whole K is at most ``rows_k`` (512) reads its rows of A in place
+   (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``, ``Au``), a deeper one
    packs; every packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``:
    OpenBLAS keeps its buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
@@ -483,7 +483,11 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p, aq = pack(p, rem_ic.body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
                  "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
     p = copy_by_rows(p, aq.load, 0, mr)
-    p, au = pack(p, rtail.outer, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
+    rem_tail: StmtCursor = p.forward(rtail.outer)
+    if t.rows_k:  # ... and so do the row tiles past the last MC block
+        p, rs = specialize(p, rem_tail, f"K <= {t.rows_k}")
+        rem_tail = rs.fallback[0]
+    p, au = pack(p, rem_tail, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
                  order=(0, 2, 1))  # fmt: skip
     p = copy_by_rows(p, au.load, 0, mr)
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
