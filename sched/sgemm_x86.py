@@ -401,6 +401,21 @@ def odd(rows: int | str) -> int | str:
     return f"2 * (({rows}) / 2) + 1"
 
 
+def pack_a_unless_short(p: Proc, t: Target, loop: StmtCursor, window: str, name: str) -> Proc:
+    """Pack the rows of A that the K remainder's ``loop`` reads (``window``) as ``name``
+    (``[tiles, K % KC, MR]``, allocated around the loop, or around its body when it is the MC
+    block loop ``ic``); with ``t.rows_k``, only behind ``if K > rows_k``: a short K reads A's
+    rows in place (``specialize``, the packed copy in the fallback; see ``AVX512_TARGET``)."""
+    s = p.forward(loop)
+    if t.rows_k:
+        p, rs = specialize(p, s, f"K <= {t.rows_k}")
+        s = rs.fallback[0]
+    assert isinstance(s, ForCursor)
+    block, lift = (s.body(), 1) if s.name() == "ic" else (s, 0)
+    p, pk = pack(p, block, window, name, divide=[(0, t.mr)], order=(0, 2, 1), lift=lift)
+    return copy_by_rows(p, pk.load, 0, t.mr)
+
+
 def schedule(p: Proc, t: Target | None = None) -> Proc:
     """The BLIS-style schedule of ``sgemm`` (see the module docstring)."""
     t = t or target()
@@ -475,21 +490,8 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
                  divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
     p = copy_by_rows(p, bq.load, 1, nr)
     p, _ = resize_dim(p, p.forward(bq.alloc), 1, odd(f"K - {base}"))
-    rem_ic: StmtCursor = p.forward(rmc.outer)
-    if t.rows_k:  # a short K (the remainder is all of it) reads A's rows in place
-        p, rs = specialize(p, rem_ic, f"K <= {t.rows_k}")
-        rem_ic = rs.fallback[0]
-    assert isinstance(rem_ic, ForCursor)
-    p, aq = pack(p, rem_ic.body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
-                 "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
-    p = copy_by_rows(p, aq.load, 0, mr)
-    rem_tail: StmtCursor = p.forward(rtail.outer)
-    if t.rows_k:  # ... and so do the row tiles past the last MC block
-        p, rs = specialize(p, rem_tail, f"K <= {t.rows_k}")
-        rem_tail = rs.fallback[0]
-    p, au = pack(p, rem_tail, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
-                 order=(0, 2, 1))  # fmt: skip
-    p = copy_by_rows(p, au.load, 0, mr)
+    p = pack_a_unless_short(p, t, rmc.outer, f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]", "Aq")
+    p = pack_a_unless_short(p, t, rtail.outer, f"A[{last}, {base}:K]", "Au")
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
     plain = [microkernel(t, "packed")]
