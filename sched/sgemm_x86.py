@@ -29,9 +29,9 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    panels get an odd row count (``resize_dim`` to ``odd(KC)``: ``Bp[N / NR, KC | 1, NR]``),
    so that the copy's writes to the panels do not all fall in one set of L1; with AVX-512
    a product whose whole K is at most ``rows_k`` (512) reads its rows of A in place
-   (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``, ``Au``), a deeper one
-   packs; every packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``:
-   OpenBLAS keeps its buffers too);
+   (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``, ``Au``), and of
+   B too when ``N <= 512`` (no ``Bq``); a deeper one packs; every packed buffer is kept
+   between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
    scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
@@ -77,7 +77,7 @@ from cursched import (
     tune,
     unroll_loop,
 )
-from cursched.cursors import ForCursor, IfCursor, StmtCursor
+from cursched.cursors import BlockCursor, ForCursor, IfCursor, StmtCursor
 from cursched.platforms import x86
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
@@ -130,7 +130,9 @@ AVX2_TARGET = Target(
 # cached data, and the 168 x K block of A stays in L2 across the panels of B): A's copy,
 # reading A from memory, cost 7-10% of the time at 512^3 (section timers); through the
 # schedule, interleaved: new/old 1.04-1.09 at 256..512; rows at 640..1000 (hand-edited C):
-# 1-4% slower than packing, 576 within the noise
+# 1-4% slower than packing, 576 within the noise. B's rows in place too when N <= 512 as
+# well: new/old 1.006-1.044 at 512, 1.02-1.13 at 256..480 (through the schedule); at 1000
+# (hand-edited C) 11-16% slower: a panel's 1000 rows lie on 1000 pages (TLB)
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
@@ -416,6 +418,29 @@ def pack_a_unless_short(p: Proc, t: Target, loop: StmtCursor, window: str, name:
     return copy_by_rows(p, pk.load, 0, t.mr)
 
 
+def pack_remainder(
+    p: Proc, t: Target, cut: IfCursor, ic: StmtCursor, tail: StmtCursor, rows: tuple[str, str]
+) -> Proc:
+    """Pack the K remainder's operands (inside ``cut``: ``if K % KC > 0``), k = c + k' with
+    c = KC * (K / KC): B's strip as ``Bq`` (an odd row count, see ``odd``) and A's rows as
+    ``Aq`` (the MC blocks, loop ``ic``) and ``Au`` (the row tiles past them, ``tail``;
+    ``rows``: the two row ranges). With ``t.rows_k``, a product with K and N both at most
+    ``rows_k`` packs nothing: the kernels read A's and B's rows in place (``specialize``; B's
+    panel of K <= 512 rows spans at most 512 pages)."""
+    base, nr = f"{t.kc} * (K / {t.kc})", t.nr
+    block: BlockCursor = cut.body()
+    if t.rows_k:  # K and N both short: no Bq, no Aq, no Au
+        p, bs = specialize(p, block, f"K <= {t.rows_k} and N <= {t.rows_k}")
+        block, ic, tail = bs.fallback, bs.fallback[0], bs.fallback[1]
+    p, bq = pack(p, block, f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
+                 divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
+    p = copy_by_rows(p, bq.load, 1, nr)
+    p, _ = resize_dim(p, p.forward(bq.alloc), 1, odd(f"K - {base}"))
+    block_rows = f"{rows[0]}:{rows[0]} + {t.mr * t.mcb}"
+    p = pack_a_unless_short(p, t, ic, f"A[{block_rows}, {base}:K]", "Aq")
+    return pack_a_unless_short(p, t, tail, f"A[{rows[1]}, {base}:K]", "Au")
+
+
 def schedule(p: Proc, t: Target | None = None) -> Proc:
     """The BLIS-style schedule of ``sgemm`` (see the module docstring)."""
     t = t or target()
@@ -484,14 +509,9 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p = copy_by_rows(p, at.load, 0, mr)
     # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
     # the ``if`` (its extent K % KC is then positive)
-    base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
+    cut = p.forward(sp.branches[0])
     assert isinstance(cut, IfCursor)
-    p, bq = pack(p, cut.body(), f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
-                 divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
-    p = copy_by_rows(p, bq.load, 1, nr)
-    p, _ = resize_dim(p, p.forward(bq.alloc), 1, odd(f"K - {base}"))
-    p = pack_a_unless_short(p, t, rmc.outer, f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]", "Aq")
-    p = pack_a_unless_short(p, t, rtail.outer, f"A[{last}, {base}:K]", "Au")
+    p = pack_remainder(p, t, cut, rmc.outer, rtail.outer, (rows, last))
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
     plain = [microkernel(t, "packed")]
