@@ -25,9 +25,13 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    each buffer allocated once): the KC x N strip of B as ``Bp[N / NR, KC, NR]`` once per
    ``ko``, each MC x KC block of A as ``Ap[MC / MR, KC, MR]`` once per ``(ko, ic)``, the rows
    past the last MC block as ``At``; the K remainder's ``Bq``, ``Aq``, ``Au``. The copies are
-   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); every
-   packed buffer is kept between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its
-   buffers too);
+   split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); B's
+   panels get an odd row count (``resize_dim`` to ``odd(KC)``: ``Bp[N / NR, KC | 1, NR]``),
+   so that the copy's writes to the panels do not all fall in one set of L1; with AVX-512
+   a product whose whole K is at most ``rows_k`` (512) reads its rows of A in place
+   (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``, ``Au``), and of
+   B too when ``N <= 512`` (no ``Bq``); a deeper one packs; every packed buffer is kept
+   between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
    scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
@@ -73,7 +77,7 @@ from cursched import (
     tune,
     unroll_loop,
 )
-from cursched.cursors import ForCursor, IfCursor, StmtCursor
+from cursched.cursors import BlockCursor, ForCursor, IfCursor, StmtCursor
 from cursched.platforms import x86
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
@@ -106,6 +110,7 @@ class Target(NamedTuple):
     zero: Proc  # the register tile's start (accumulated from zero, BLIS's micro-kernel)
     storeadd: Proc  # C += the tile, at the end
     spread: int = 0  # prefetch C's rows all before the k loop (0), or one every spread k
+    rows_k: int = 0  # a K at most this deep runs on A's rows, unpacked (0: always packed)
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -119,11 +124,19 @@ AVX2_TARGET = Target(
 # (benchmarks/results/sgemm.md, wave 4): the C tile's update, not L1 room for B's panel,
 # bounds this kernel (L2 feeds 128 bytes of B per 28 FMAs easily), so a deep K block that
 # touches C K / 1024 times beats one whose KC x NR panel fits L1 (192: 0.84 of numpy at 2048,
-# 1024: 0.94-0.97); MC = 12 x 14 rows keeps the 168 x 1024 block of A in the 1 MiB L2
+# 1024: 0.94-0.97); MC = 12 x 14 rows keeps the 168 x 1024 block of A in the 1 MiB L2.
+# rows_k = 512: with K <= 512 (the whole product one short K block) the kernels read A's
+# rows in place (the NR-wide edge kernel at MV = 14 runs at the packed kernel's 245 GF/s on
+# cached data, and the 168 x K block of A stays in L2 across the panels of B): A's copy,
+# reading A from memory, cost 7-10% of the time at 512^3 (section timers); through the
+# schedule, interleaved: new/old 1.04-1.09 at 256..512; rows at 640..1000 (hand-edited C):
+# 1-4% slower than packing, 576 within the noise. B's rows in place too when N <= 512 as
+# well: new/old 1.006-1.044 at 512, 1.02-1.13 at 256..480 (through the schedule); at 1000
+# (hand-edited C) 11-16% slower: a panel's 1000 rows lie on 1000 pages (TLB)
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
-    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16,
+    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16, 512,
 )  # fmt: skip
 
 
@@ -374,6 +387,60 @@ def copy_by_rows(p: Proc, load: StmtCursor, depth: int, q: int) -> Proc:
     return p
 
 
+def odd(rows: int | str) -> int | str:
+    """``rows`` rounded up to an odd number: the rows of a packed panel of B (``Bp``, ``Bq``),
+    so that consecutive panels start at distinct offsets modulo 4 KiB (L1's set period). B's
+    copy writes a row of every panel in turn (``k, xo, xi``: B read in order); with ``KC`` rows
+    of ``NR`` floats the panels lie ``4 * NR * KC`` bytes apart, and at ``KC = 1024`` (AVX-512,
+    ``NR = 32``) all of them fall in one set of L1 (64 sets of 64 B): the 16..64 write
+    streams outnumber its 12 ways. With an odd row count the panels cycle through every
+    ``4 * NR``-byte offset. Measured in a C benchmark of the copy, the whole strip in cache:
+    1024 x 2048 0.65 -> 0.21-0.24 ms, 1024 x 1024 0.31 -> 0.09, 512 x 512 0.047 -> 0.022;
+    1000 x 1000 and 975 x 1999 unchanged (their stride already spreads; an even count such
+    as 976 rows would put the panels at only 2 offsets)."""
+    if isinstance(rows, int):
+        return rows | 1
+    return f"2 * (({rows}) / 2) + 1"
+
+
+def pack_a_unless_short(p: Proc, t: Target, loop: StmtCursor, window: str, name: str) -> Proc:
+    """Pack the rows of A that the K remainder's ``loop`` reads (``window``) as ``name``
+    (``[tiles, K % KC, MR]``, allocated around the loop, or around its body when it is the MC
+    block loop ``ic``); with ``t.rows_k``, only behind ``if K > rows_k``: a short K reads A's
+    rows in place (``specialize``, the packed copy in the fallback; see ``AVX512_TARGET``)."""
+    s = p.forward(loop)
+    if t.rows_k:
+        p, rs = specialize(p, s, f"K <= {t.rows_k}")
+        s = rs.fallback[0]
+    assert isinstance(s, ForCursor)
+    block, lift = (s.body(), 1) if s.name() == "ic" else (s, 0)
+    p, pk = pack(p, block, window, name, divide=[(0, t.mr)], order=(0, 2, 1), lift=lift)
+    return copy_by_rows(p, pk.load, 0, t.mr)
+
+
+def pack_remainder(
+    p: Proc, t: Target, cut: IfCursor, ic: StmtCursor, tail: StmtCursor, rows: tuple[str, str]
+) -> Proc:
+    """Pack the K remainder's operands (inside ``cut``: ``if K % KC > 0``), k = c + k' with
+    c = KC * (K / KC): B's strip as ``Bq`` (an odd row count, see ``odd``) and A's rows as
+    ``Aq`` (the MC blocks, loop ``ic``) and ``Au`` (the row tiles past them, ``tail``;
+    ``rows``: the two row ranges). With ``t.rows_k``, a product with K and N both at most
+    ``rows_k`` packs nothing: the kernels read A's and B's rows in place (``specialize``; B's
+    panel of K <= 512 rows spans at most 512 pages)."""
+    base, nr = f"{t.kc} * (K / {t.kc})", t.nr
+    block: BlockCursor = cut.body()
+    if t.rows_k:  # K and N both short: no Bq, no Aq, no Au
+        p, bs = specialize(p, block, f"K <= {t.rows_k} and N <= {t.rows_k}")
+        block, ic, tail = bs.fallback, bs.fallback[0], bs.fallback[1]
+    p, bq = pack(p, block, f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
+                 divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
+    p = copy_by_rows(p, bq.load, 1, nr)
+    p, _ = resize_dim(p, p.forward(bq.alloc), 1, odd(f"K - {base}"))
+    block_rows = f"{rows[0]}:{rows[0]} + {t.mr * t.mcb}"
+    p = pack_a_unless_short(p, t, ic, f"A[{block_rows}, {base}:K]", "Aq")
+    return pack_a_unless_short(p, t, tail, f"A[{rows[1]}, {base}:K]", "Au")
+
+
 def schedule(p: Proc, t: Target | None = None) -> Proc:
     """The BLIS-style schedule of ``sgemm`` (see the module docstring)."""
     t = t or target()
@@ -429,6 +496,7 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     strip = f"B[{kc} * ko:{kc} * ko + {kc}, 0:{nr} * (N / {nr})]"
     p, bp = pack(p, ko.body(), strip, "Bp", divide=[(1, nr)], order=(1, 0, 2), lift=1)
     p = copy_by_rows(p, bp.load, 1, nr)
+    p, _ = resize_dim(p, p.forward(bp.alloc), 1, odd(kc))
     rows = f"{mr} * ({t.mcb} * ic)"
     block = f"A[{rows}:{rows} + {mr * t.mcb}, {kc} * ko:{kc} * ko + {kc}]"
     ic = p.forward(mc.outer)
@@ -441,17 +509,9 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p = copy_by_rows(p, at.load, 0, mr)
     # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
     # the ``if`` (its extent K % KC is then positive)
-    base, cut = f"{kc} * (K / {kc})", p.forward(sp.branches[0])
+    cut = p.forward(sp.branches[0])
     assert isinstance(cut, IfCursor)
-    p, bq = pack(p, cut.body(), f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
-                 divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
-    p = copy_by_rows(p, bq.load, 1, nr)
-    p, aq = pack(p, p.forward(rmc.outer).body(), f"A[{rows}:{rows} + {mr * t.mcb}, {base}:K]",
-                 "Aq", divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
-    p = copy_by_rows(p, aq.load, 0, mr)
-    p, au = pack(p, rtail.outer, f"A[{last}, {base}:K]", "Au", divide=[(0, mr)],
-                 order=(0, 2, 1))  # fmt: skip
-    p = copy_by_rows(p, au.load, 0, mr)
+    p = pack_remainder(p, t, cut, rmc.outer, rtail.outer, (rows, last))
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
     plain = [microkernel(t, "packed")]

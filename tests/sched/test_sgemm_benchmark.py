@@ -61,3 +61,18 @@ def test_the_fma_probe_runs_12_chains(bench: ModuleType) -> None:
         pytest.skip("no objdump")
     wall, cpu = bench.fma_probe(8)  # exits if the built loop has another FMA count
     assert wall > 0 and cpu > 0
+
+
+def test_the_edges_benchmark_cuts_each_edge_off() -> None:
+    """benchmarks/sgemm_edges.py times n^3 against the shapes without the bottom edge, the
+    right edge and both (M, N cut to whole tiles), and times a size without edges once."""
+    saved = dict(os.environ)
+    try:
+        edges = load_module(ROOT / "benchmarks" / "sgemm_edges.py", "sgemm_edges_under_test")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    want = [(1000, 1000, 1000), (994, 1000, 1000), (1000, 992, 1000), (994, 992, 1000)]
+    assert edges.shapes(1000, 14, 32) == want
+    assert edges.shapes(512, 14, 32) == [(512, 512, 512), (504, 512, 512)]
+    assert edges.shapes(448, 14, 32) == [(448, 448, 448)]
