@@ -6,9 +6,6 @@ Compiled calls that may fail to allocate run in a child process, as in test_code
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,6 +16,7 @@ from cursched import DRAM, DRAM_KEPT, DRAM_STACK, proc, set_memory
 from cursched.codegen.c import generate_unit
 from cursched.ir.memory import passes_for
 from cursched.primitives.buffers.buffer_attrs import SetMemoryCallError
+from tests.codegen.child import run_child
 
 HERE = Path(__file__).parent
 
@@ -103,18 +101,8 @@ _CHILD = textwrap.dedent(
 
 
 def test_failed_kept_allocation_raises_allocation_error(codegen_cache: Path) -> None:
-    env = dict(os.environ, CURSCHED_CACHE_DIR=str(codegen_cache))
-    env["PYTHONPATH"] = os.pathsep.join([*sys.path])
-    r = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(here=str(HERE))],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert r.returncode == 0, f"child crashed (exit {r.returncode}):\n{r.stderr}"
-    assert r.stdout.split("\n")[:3] == [
+    out = run_child(_CHILD.format(here=str(HERE)), codegen_cache)
+    assert out.split("\n")[:3] == [
         "AllocationError",
         "AllocationError",
         "[2.0, 2.0, 2.0, 2.0]",
@@ -155,17 +143,7 @@ _THREADS_CHILD = textwrap.dedent(
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc (Linux)")
 def test_a_thread_that_ends_frees_its_kept_blocks(codegen_cache: Path) -> None:
     # 24 threads of 16 MiB each: a block kept after its thread ended would add ~384 MiB
-    env = dict(os.environ, CURSCHED_CACHE_DIR=str(codegen_cache))
-    env["PYTHONPATH"] = os.pathsep.join([*sys.path])
-    r = subprocess.run(
-        [sys.executable, "-c", _THREADS_CHILD.format(here=str(HERE))],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert r.returncode == 0, f"child crashed (exit {r.returncode}):\n{r.stderr}"
-    grown, first, last = r.stdout.split()
+    out = run_child(_THREADS_CHILD.format(here=str(HERE)), codegen_cache)
+    grown, first, last = out.split()
     assert int(grown) < 100, f"resident memory grew by {grown} MiB over 24 threads"
     assert (float(first), float(last)) == (2.0, 2.0)

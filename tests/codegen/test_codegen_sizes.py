@@ -9,9 +9,6 @@ of killing pytest.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,6 +18,7 @@ import pytest
 from cursched import DRAM, proc
 from cursched.codegen.c import generate_unit
 from cursched.errors import AllocationError, CurschedError, TypeCheckError
+from tests.codegen.child import run_child
 
 E50, E60, E70 = 2**50, 2**60, 2**70
 HERE = Path(__file__).parent
@@ -131,17 +129,7 @@ _CHILD = textwrap.dedent(
 
 
 def test_compiled_huge_allocations_raise_allocation_error(codegen_cache: Path) -> None:
-    env = dict(os.environ, CURSCHED_CACHE_DIR=str(codegen_cache))
-    env["PYTHONPATH"] = os.pathsep.join([*sys.path])
-    r = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(here=str(HERE))],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert r.returncode == 0, f"child crashed (exit {r.returncode}):\n{r.stderr}"
-    lines = r.stdout.split("\n")
-    assert lines[:4] == ["AllocationError True"] * 4, r.stdout
+    out = run_child(_CHILD.format(here=str(HERE)), codegen_cache)
+    lines = out.split("\n")
+    assert lines[:4] == ["AllocationError True"] * 4, out
     assert lines[4] == "[2.0, 2.0, 2.0, 2.0]"
