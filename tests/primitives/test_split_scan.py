@@ -9,6 +9,8 @@ import pytest
 
 from cursched import parallelize_loop, proc, set_precision, split_scan, tree_scan
 from cursched.cursors import Tombstone
+from cursched.frontend import parse_source
+from cursched.ir.alpha import alpha_equal
 from cursched.primitives.scans.split_scan import (
     SplitScanBodyError,
     SplitScanChunkError,
@@ -217,6 +219,25 @@ def test_smt_decides_a_linear_update_the_table_cannot_read() -> None:
     text = str(q)
     # the coefficient is the symbolic derivative, folded: 0.5, not f(1) - f(0)
     assert "h_prod = 0.5 * h_prod" in text
+
+
+@proc
+def alternating(n: size, x: f32[n], y: f32[n]):
+    h: f32
+    h = 0.0
+    for i in seq(0, n):
+        h = x[i] + (2.0 - h)
+        y[i] = h
+
+
+def test_a_negative_coefficient_is_a_literal_and_the_printout_parses_back() -> None:
+    # campaign seed 2026, schedule 98057: the derivative of ``2.0 - h`` was ``USub(1.0)``,
+    # printed ``-1.0``, which parses as the literal -1.0: not the proc printed
+    q, _ = split_scan(alternating, "i", 4, fixup="rescan")
+    assert "h_prod = -1.0 * h_prod" in str(q)
+    again = parse_source(str(q), {})
+    assert alpha_equal(again, q.ir())
+    assert_equivalent(alternating, q)
 
 
 # ------------------------------------------------------------------------- preconditions

@@ -37,7 +37,7 @@ from cursched.ir.nodes import Assign, BinOp, Const, Expr, Extern, For, Read, Red
 from cursched.ir.printer import print_expr
 from cursched.ir.symbols import Sym
 from cursched.ir.traversal import subst_expr, walk_expr
-from cursched.ir.types import DataType
+from cursched.ir.types import DataType, Type
 from cursched.primitives.registry import fail
 from cursched.primitives.scans.precision import mixed_precision
 
@@ -364,13 +364,24 @@ def _fold(e: Expr) -> Expr:
             elif zy:
                 return x
             elif zx:
-                return y if e.op == "+" else USub(y, e.type)
+                return y if e.op == "+" else _negated(y, e.type)
             return e.replace(lhs=x, rhs=y)
         case USub(arg=a):
             x = _fold(a)
-            return Const(0.0, e.type) if _is(x, 0.0) else e.replace(arg=x)
+            if _is(x, 0.0):
+                return Const(0.0, e.type)
+            return _negated(x, e.type) if isinstance(x, Const) else e.replace(arg=x)
         case _:
             return e
+
+
+def _negated(x: Expr, t: Type) -> Expr:
+    # ``-c`` of a literal is the negative literal: the parser folds ``-1.0`` into one, so a
+    # ``USub(Const(1.0))`` would print as ``-1.0`` and not parse back to itself (campaign
+    # seed 2026, schedule 98057: the element product of ``s = ... - s`` was ``-1.0 * s_prod``)
+    if isinstance(x, Const) and not isinstance(x.value, bool):
+        return Const(-x.value, t)
+    return USub(x, t)
 
 
 def _is(e: Expr, v: float) -> bool:
