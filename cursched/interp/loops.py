@@ -6,7 +6,9 @@ accesses are affine in its loop variables is checked at the corners of the box o
 on entry and runs unchecked when in bounds, an innermost loop the same way on its own; the
 unchecked copies walk their offsets (``w + i * dw``), hold an element written at one place in
 a local, run integer dot products in C (``sum(map(mul, ...))``) and unroll short loops known
-when compiling. The statements inside loops are emitted by ``Compiler.block``.
+when compiling; in ``_run``'s body a dot-product nest proved in bounds runs by numpy when big
+enough (``cursched.interp.dot_nest``). The statements inside loops are emitted by
+``Compiler.block``.
 """
 
 from __future__ import annotations
