@@ -198,6 +198,42 @@ MATMULS = [
 ]
 
 
+@proc
+def mm_then_read(
+    M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM
+):
+    for i in seq(0, M):
+        for j in seq(0, N):
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[k, j]
+    C[0, 0] = B[0, 0]
+
+
+@proc
+def mm_twice(
+    M: size, N: size, K: size, A: f32[M, K] @ DRAM, B: f32[K, N] @ DRAM, C: f32[M, N] @ DRAM
+):
+    for _r in seq(0, 2):
+        for i in seq(0, M):
+            for j in seq(0, N):
+                for k in seq(0, K):
+                    C[i, j] += A[i, k] * B[k, j]
+
+
+def test_lists_of_arrays_only_nests_read_are_made_where_the_loops_run() -> None:
+    # A and B are read only by the nest: their lists are made only where its loops run (a
+    # NaN result, a small nest, the checked copy); B read after the nest too: made first
+    assert "A_3_d = None" in compiled(mm_f32.ir()).run_source
+    source = compiled(mm_then_read.ir()).run_source
+    assert "A_3_d = None" in source and "B_4_d = None" not in source
+    rng = np.random.default_rng(4)
+    for p in (mm_then_read, mm_twice, mm_f32):
+        for M, N, K in [(5, 6, 7), (2, 2, 2)]:
+            for keep in ("nan", "finite"):
+                arrays = [_floats(s, np.float32, rng) for s in ((M, K), (K, N), (M, N))]
+                _both(p, [M, N, K], [_finite(x, keep) if keep != "nan" else x for x in arrays])
+
+
 def _finite(x: np.ndarray, keep: str) -> np.ndarray:
     """``x`` with its NaNs (``keep == "inf"``) or all its non-finite values replaced by 1."""
     if x.dtype.kind == "f":

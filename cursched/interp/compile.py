@@ -394,6 +394,7 @@ class Compiler(LoopCompiler):
         names = [self.name(a.sym) for a in pd.args]
         self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
         out = self._run_binding(names, [a.sym.name for a in pd.args])
+        self._plan_dot_lists(written)
         arrays: list[str] = []
         back: list[str] = []
         for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
@@ -507,12 +508,17 @@ class Compiler(LoopCompiler):
             listed = f"{n}.tolist()" if rank == 1 else f"{n}.ravel().tolist()"
             # (its size from the shape's ints: numpy's .size costs as much as a check)
             size = " * ".join(f"{n}_n{k}" for k in range(rank)) or "1"
-            return [
-                *out,
-                f"    if not {n}.flags.c_contiguous: return False",
-                f"    if {size} <= {_LIST_MAX}: {n}_d = {listed}",
-                f"    else: _m = _mv({n}); {n}_d = {flat}",
+            made = [
+                f"if {size} <= {_LIST_MAX}: {n}_d = {listed}",
+                f"else: _m = _mv({n}); {n}_d = {flat}",
             ]
+            check = f"    if not {n}.flags.c_contiguous: return False"
+            if a.sym in self.deferred:
+                # read only by dot-product nests, which numpy may run on the array itself:
+                # made where their loops run, if they do (``LoopCompiler.dot_lists``)
+                self.deferred[a.sym] = [f"if {n}_d is None:", *(f"    {m}" for m in made)]
+                return [*out, check, f"    {n}_d = None"]
+            return [*out, check, *(f"    {m}" for m in made)]
         bad = "not _m.c_contiguous or _m.readonly"
         return [*out, f"    _m = _mv({n})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
 

@@ -33,6 +33,7 @@ from cursched.ir.nodes import (
     Read,
     Reduce,
     Stmt,
+    WindowExpr,
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
@@ -70,6 +71,11 @@ class LoopCompiler(ExprCompiler, ABC):
         self.fast_strides: set[str] = set()
         #: emitting the loops a dot-product nest falls back to (``_emit_dot``)
         self.in_dot_fallback = False
+        #: ``_run``'s read-only arrays read only in dot-product nests: the lines making
+        #: their lists (``Compiler._run_check``), emitted where the nests' loops run
+        self.deferred: dict[Sym, list[str]] = {}
+        #: the deferred arrays each dot-product nest reads, by the nest's ``For`` (identity)
+        self.dot_lists: dict[int, list[Sym]] = {}
         #: the size arguments' names (in ``_run``'s body they are known positive)
         self.positive = frozenset(
             self.name(a.sym)
@@ -175,6 +181,11 @@ class LoopCompiler(ExprCompiler, ABC):
             if plan is not None and all(n in self.unchecked for n in plan.nodes):
                 self._emit_dot(s, plan)
                 return
+        for sym in self.dot_lists.get(id(s), ()):
+            # the loops read the list of an array only dot-product nests read (once made,
+            # it stays: the array is read only)
+            for text in self.deferred[sym]:
+                self.line(text)
         # lo and hi are evaluated once, on entry; par loops run like seq loops
         lo, hi = self.ctrl(s.lo), self.ctrl(s.hi)
         if not na.is_name(lo):
@@ -221,6 +232,31 @@ class LoopCompiler(ExprCompiler, ABC):
         self.line(head)
         self.nested(s.body)
         self.depth -= 1
+
+    def _plan_dot_lists(self, written: frozenset[int]) -> None:
+        """Which of ``_run``'s read-only arrays only dot-product nests read (``deferred``:
+        their lists are made only where the nests' loops run) and which each nest reads
+        (``dot_lists``): every read of the array is an operand of a nest."""
+        arrays = self._numpy_arrays()
+        covered: set[int] = set()
+        operands: dict[int, list[Sym]] = {}
+        for st in walk_stmts(self.pd.body):
+            plan = dn.dot_nest(st, arrays) if isinstance(st, For) else None
+            if plan is not None:
+                covered.update(plan.nodes)
+                operands[id(st)] = [plan.lhs[0], plan.rhs[0]]
+        uses: dict[Sym, list[int]] = {}
+        for st in walk_stmts(self.pd.body):
+            for root in stmt_exprs(st):
+                for e in walk_expr(root):
+                    if isinstance(e, Read | WindowExpr):
+                        uses.setdefault(e.sym, []).append(id(e))
+        for k, a in enumerate(self.pd.args):
+            only = a.sym in uses and all(u in covered for u in uses[a.sym])
+            if a.sym in arrays and k not in written and only:
+                self.deferred[a.sym] = []
+        for key, syms in operands.items():
+            self.dot_lists[key] = [x for x in dict.fromkeys(syms) if x in self.deferred]
 
     def _numpy_arrays(self) -> dict[Sym, TensorType]:
         """``_run``'s tensor arguments whose numpy arrays its body works on in place (its
