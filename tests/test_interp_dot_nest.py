@@ -259,6 +259,30 @@ def test_numpy_nest_agrees_with_the_loops_bit_for_bit(case: Any, sizes: tuple[in
     assert (calls[-1:] == [True]) == (work >= dn.MIN_WORK)  # finite values: numpy
 
 
+@pytest.mark.parametrize("case", MATMULS, ids=lambda c: c[0].name())
+def test_products_in_chunks_of_k_agree(case: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a big nest's products are held a chunk of k at a time (dn.CHUNK products): the same
+    # bits as in one go, and as the loops
+    p, src, dst, shapes = case
+    rng = np.random.default_rng(8)
+    make = _floats if np.dtype(src).kind == "f" else _ints
+    M, N, K = 4, 5, 23
+    a_shape, b_shape, c_shape = shapes(M, N, K)
+    arrays = [_finite(make(s, t, rng), "finite") for s, t in ((a_shape, src), (b_shape, src))]
+    C = _floats(c_shape, dst, rng) if np.dtype(dst).kind == "f" else _ints(c_shape, dst, rng)
+    arrays.append(_finite(C, "finite"))
+    whole = [x.copy() for x in arrays]
+    p.interpret(M, N, K, *whole)
+    calls = _spy(p)
+    monkeypatch.setattr(dn, "CHUNK", 3 * M * N)  # chunks of 3, then 2 at the end
+    chunked = [x.copy() for x in arrays]
+    p.interpret(M, N, K, *chunked)
+    assert calls == [True]
+    for w, c in zip(whole, chunked, strict=True):
+        assert np.array_equal(_bits(w), _bits(c))
+    _both(p, [M, N, K], arrays)
+
+
 def test_gemv_and_small_nests() -> None:
     rng = np.random.default_rng(1)
     for M, N in [(4, 9), (8, 8), (30, 3), (1, 1)]:  # below and above dn.MIN_WORK

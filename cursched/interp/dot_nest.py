@@ -39,7 +39,7 @@ from cursched.ir.nodes import Assign, BinOp, Const, Expr, For, Read, Reduce, Stm
 from cursched.ir.symbols import Sym
 from cursched.ir.types import TensorType
 
-__all__ = ["MIN_WORK", "DotNest", "dot_nest", "runner"]
+__all__ = ["CHUNK", "MIN_WORK", "DotNest", "dot_nest", "runner"]
 
 #: Nests of fewer multiply-adds run as loops: numpy's fixed cost (a few microseconds) is
 #: more than a loop's run below this (sgemm at 5x6x7, 210 multiply-adds: loops 23 us, numpy
@@ -194,16 +194,22 @@ def runner(plan: DotNest) -> Callable[..., bool]:
 
     def run_float(x: Any, a: Any, b: Any, ranges: Ranges) -> bool:
         xs = x[lanes(ranges)]
-        k = ranges[-1]
-        p = np.empty((k.stop - k.start, *xs.shape), dt)
-        first = p[0]
+        av, bv = lhs_view(a, ranges), rhs_view(b, ranges)
+        last: Any = xs if start is None else start
         token = quiet_numpy()  # overflow and NaN are the defined results, not errors
         try:
-            np.multiply(lhs_view(a, ranges), rhs_view(b, ranges), out=p)
-            np.add(xs if start is None else start, first, out=first)
-            # in order of k, lane by lane: each partial sum, rounded, plus the next product
-            _accumulate(p, axis=0, out=p)
-            top = _max(p[-1], None)
+            n = ranges[-1].stop - ranges[-1].start
+            for lo, hi in _chunks(n, xs.size):
+                p = np.empty((hi - lo, *xs.shape), dt)
+                if hi - lo == n:
+                    np.multiply(av, bv, out=p)
+                else:
+                    np.multiply(_rows(av, lo, hi), _rows(bv, lo, hi), out=p)
+                np.add(last, p[0], out=p[0])
+                # in order of k, lane by lane: each partial sum, rounded, plus the next
+                _accumulate(p, axis=0, out=p)
+                last = p[-1]
+            top = _max(last, None)
         finally:
             restore_numpy(token)
         if top != top:
@@ -213,13 +219,33 @@ def runner(plan: DotNest) -> Callable[..., bool]:
             # operation met one (a NaN operand of + or * gives a NaN result, carried on to
             # the end), and IEEE alone decides every bit, in any order of the operands
             return False
-        xs[...] = p[-1]
+        xs[...] = last
         return True
 
     return run_float
 
 
 _accumulate = np.add.accumulate
+
+#: At most this many products are held at once (a nest's products are computed in chunks of
+#: ``k``, so that a big nest takes no more memory than a few megabytes beyond its arrays).
+CHUNK = 1 << 20
+
+
+def _chunks(n: int, lanes: int) -> tuple[tuple[int, int], ...]:
+    """The positions 0 to ``n`` along ``k``'s axis in chunks (lo, hi) of at most ``CHUNK``
+    products over ``lanes`` lanes (at least one position per chunk)."""
+    if n * lanes <= CHUNK:
+        return ((0, n),)
+    step = max(1, CHUNK // max(1, lanes))
+    return tuple((lo, min(n, lo + step)) for lo in range(0, n, step))
+
+
+def _rows(v: Any, lo: int, hi: int) -> Any:
+    """``v``'s elements at ``lo:hi`` along its first axis (all of them when the axis has
+    length 1: an operand that does not name ``k`` is the same at every position)."""
+    return v if v.shape[0] == 1 else v[lo:hi]
+
 
 #: ``np.maximum.reduce``, the cheapest test for a NaN among the lanes (their maximum is NaN:
 #: ``maximum`` propagates NaN; a sum would also be NaN for inf - inf).
@@ -237,15 +263,19 @@ def _int_runner(
 
     def run_int(x: Any, a: Any, b: Any, ranges: Ranges) -> bool:
         xs = x[lanes(ranges)]
-        k = ranges[-1]
-        p = np.empty((k.stop - k.start, *xs.shape), np.int64)
         av, bv = lhs_view(a, ranges), rhs_view(b, ranges)
-        np.multiply(av, bv, out=p, dtype=np.int64, casting="unsafe")
-        total = p.sum(axis=0)  # modulo 2**64, as every int64 array operation
-        if init is None:
-            total += xs.astype(np.int64, casting="unsafe")
-        else:
-            total += init
+        total: Any = None
+        n = ranges[-1].stop - ranges[-1].start
+        for lo, hi in _chunks(n, xs.size):
+            p = np.empty((hi - lo, *xs.shape), np.int64)
+            if hi - lo == n:
+                np.multiply(av, bv, out=p, dtype=np.int64, casting="unsafe")
+            else:
+                u, v = _rows(av, lo, hi), _rows(bv, lo, hi)
+                np.multiply(u, v, out=p, dtype=np.int64, casting="unsafe")
+            part = p.sum(axis=0)  # modulo 2**64, as every int64 array operation
+            total = part if total is None else np.add(total, part, out=total)
+        total += xs.astype(np.int64, casting="unsafe") if init is None else init
         xs[...] = total.astype(dt, casting="unsafe")
         return True
 
