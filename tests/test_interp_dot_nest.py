@@ -8,6 +8,7 @@ subnormals, overflow, integer wrap-around), and the numpy path must be the one t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from cursched import DRAM, InterpreterError, proc
 from cursched.interp import compiled, interpret
 from cursched.interp import dot_nest as dn
+from cursched.ir.nodes import Assign
 
 
 @proc
@@ -335,3 +337,23 @@ def test_nests_that_are_not_boxes_or_not_proved_keep_their_loops() -> None:
     with pytest.raises(InterpreterError, match=r"out-of-bounds read A\[i, k\]: index \(0, 10\)"):
         interpret(without_assert, 8, 10, 1, A, x, y)
     assert y[0] == 10.0  # the loop's writes before the failing access are kept
+
+
+def test_a_node_shared_with_a_statement_outside_the_nest_keeps_its_list() -> None:
+    # the IR may share a node between places: a second nest whose body assigns the very
+    # Read object of the first nest's A reads A outside a dot-product nest, so A's list is
+    # made on entry (the scan is by occurrence, not by node identity)
+    pd = mm_f32.ir()
+    nest = pd.body[0]
+    j_loop = nest.body[0]
+    k_loop = j_loop.body[0]
+    red = k_loop.body[0]
+    shared = Assign(sym=red.sym, idx=red.idx, rhs=red.rhs.lhs, srcinfo=red.srcinfo)
+    second = replace(nest, body=(replace(j_loop, body=(replace(k_loop, body=(shared,)),)),))
+    both = pd.replace(body=(nest, second), name="mm_shared")
+    source = compiled(both).run_source
+    assert "A_3_d = None" not in source and "B_4_d = None" in source
+    rng = np.random.default_rng(6)
+    A, B, C = (_finite(_floats(s, np.float32, rng), "finite") for s in ((5, 7), (7, 6), (5, 6)))
+    interpret(both, 5, 6, 7, A, B, C)
+    assert np.array_equal(C, np.broadcast_to(A[:, -1:], (5, 6)))  # the last k's A[i, k]

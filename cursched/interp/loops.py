@@ -37,7 +37,7 @@ from cursched.ir.nodes import (
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import stmt_exprs, walk_expr, walk_stmts
+from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr, walk_stmts
 from cursched.ir.types import ControlType, DataType, TensorType
 
 __all__ = ["LoopCompiler"]
@@ -236,24 +236,29 @@ class LoopCompiler(ExprCompiler, ABC):
     def _plan_dot_lists(self, written: frozenset[int]) -> None:
         """Which of ``_run``'s read-only arrays only dot-product nests read (``deferred``:
         their lists are made only where the nests' loops run) and which each nest reads
-        (``dot_lists``): every read of the array is an operand of a nest."""
+        (``dot_lists``): the array is read nowhere outside the nests (walked occurrence by
+        occurrence: the IR may share a node between places)."""
         arrays = self._numpy_arrays()
-        covered: set[int] = set()
         operands: dict[int, list[Sym]] = {}
-        for st in walk_stmts(self.pd.body):
-            plan = dn.dot_nest(st, arrays) if isinstance(st, For) else None
-            if plan is not None:
-                covered.update(plan.nodes)
-                operands[id(st)] = [plan.lhs[0], plan.rhs[0]]
-        uses: dict[Sym, list[int]] = {}
-        for st in walk_stmts(self.pd.body):
-            for root in stmt_exprs(st):
-                for e in walk_expr(root):
-                    if isinstance(e, Read | WindowExpr):
-                        uses.setdefault(e.sym, []).append(id(e))
+        outside: set[Sym] = set()
+
+        def scan(body: tuple[Stmt, ...]) -> None:
+            for st in body:
+                plan = dn.dot_nest(st, arrays) if isinstance(st, For) else None
+                if plan is not None:  # its only data reads are the two operands
+                    operands[id(st)] = [plan.lhs[0], plan.rhs[0]]
+                    continue
+                for root in stmt_exprs(st):
+                    outside.update(
+                        e.sym for e in walk_expr(root) if isinstance(e, Read | WindowExpr)
+                    )
+                for _, block in stmt_blocks(st):
+                    scan(block)
+
+        scan(self.pd.body)
+        read = {x for syms in operands.values() for x in syms}
         for k, a in enumerate(self.pd.args):
-            only = a.sym in uses and all(u in covered for u in uses[a.sym])
-            if a.sym in arrays and k not in written and only:
+            if a.sym in read and a.sym not in outside and k not in written:
                 self.deferred[a.sym] = []
         for key, syms in operands.items():
             self.dot_lists[key] = [x for x in dict.fromkeys(syms) if x in self.deferred]
