@@ -200,13 +200,15 @@ def runner(plan: DotNest) -> Callable[..., bool]:
         try:
             n = ranges[-1].stop - ranges[-1].start
             for lo, hi in _chunks(n, xs.size):
-                p = np.empty((hi - lo, *xs.shape), dt)
+                # slab 0 the sum so far (X, c, or the last chunk's), then the products
+                p = np.empty((hi - lo + 1, *xs.shape), dt)
+                p[0] = last
                 if hi - lo == n:
-                    np.multiply(av, bv, out=p)
+                    np.multiply(av, bv, out=p[1:])
                 else:
-                    np.multiply(_rows(av, lo, hi), _rows(bv, lo, hi), out=p)
-                np.add(last, p[0], out=p[0])
+                    np.multiply(_rows(av, lo, hi), _rows(bv, lo, hi), out=p[1:])
                 # in order of k, lane by lane: each partial sum, rounded, plus the next
+                # product (the sum first, as the loops' ``acc + x * y``)
                 _accumulate(p, axis=0, out=p)
                 last = p[-1]
             top = _max(last, None)
@@ -264,18 +266,18 @@ def _int_runner(
     def run_int(x: Any, a: Any, b: Any, ranges: Ranges) -> bool:
         xs = x[lanes(ranges)]
         av, bv = lhs_view(a, ranges), rhs_view(b, ranges)
-        total: Any = None
+        total: Any = xs if init is None else init
         n = ranges[-1].stop - ranges[-1].start
         for lo, hi in _chunks(n, xs.size):
-            p = np.empty((hi - lo, *xs.shape), np.int64)
+            # slab 0 the sum so far (X, c, or the last chunks'), then the products
+            p = np.empty((hi - lo + 1, *xs.shape), np.int64)
+            p[0] = total  # (X's type into int64: exact, or modulo 2**64 for uint64)
             if hi - lo == n:
-                np.multiply(av, bv, out=p, dtype=np.int64, casting="unsafe")
+                np.multiply(av, bv, out=p[1:], dtype=np.int64, casting="unsafe")
             else:
                 u, v = _rows(av, lo, hi), _rows(bv, lo, hi)
-                np.multiply(u, v, out=p, dtype=np.int64, casting="unsafe")
-            part = p.sum(axis=0)  # modulo 2**64, as every int64 array operation
-            total = part if total is None else np.add(total, part, out=total)
-        total += xs.astype(np.int64, casting="unsafe") if init is None else init
+                np.multiply(u, v, out=p[1:], dtype=np.int64, casting="unsafe")
+            total = p.sum(axis=0)  # modulo 2**64, as every int64 array operation
         xs[...] = total.astype(dt, casting="unsafe")
         return True
 
