@@ -8,7 +8,9 @@ machine slows all of them alike):
   temporary package (it is not part of cursched any more);
 - ``loop``: a plain Python loop nest over numpy arrays, without any check (hand-written for
   sgemm; for the corpus, each proc's statements transliterated to Python over numpy arrays
-  and numpy scalars of the destination's type, as one would write them by hand).
+  and numpy scalars of the destination's type, as one would write them by hand);
+- with ``--base COMMIT``, also ``base``: the interpreter of that commit (the same way as
+  ``old``), to show a change's before and after in one interleaved run.
 
 Measured: every corpus proc (``tests/corpus``) at its registered sizes, the same procs with
 every size argument scaled by ``--scale`` (where their inputs allow it), and a 64^3 sgemm.
@@ -20,6 +22,7 @@ interpreter compiles each proc once; the fuzzer and the tests make many procs).
 Usage:
     python benchmarks/interp.py [--repeat 5] [--sgemm 64] [--scale 8] [--verbose]
     python benchmarks/interp.py --quick      # --repeat 3 --scale 4 --sgemm 16
+    python benchmarks/interp.py --base 42397eb   # and the interpreter of commit 42397eb
 """
 
 from __future__ import annotations
@@ -51,28 +54,34 @@ from cursched.interp.compile import Compiler
 from cursched.ir.types import ControlType, TensorType
 
 OLD_COMMIT = "b00ea71"
-MODULES = ("__init__", "compile", "exprs", "run", "values")
 
 
-def load_old() -> Callable[..., None]:
-    """The interpreter of ``OLD_COMMIT``, as the package ``_old_interp`` in a temp dir."""
+def load_old(commit: str = OLD_COMMIT, package: str = "_old_interp") -> Callable[..., None]:
+    """The interpreter of ``commit``, as the package ``package`` in a temp dir."""
     tmp = Path(tempfile.mkdtemp(prefix="cursched-old-interp-"))
-    pkg = tmp / "_old_interp"
+    pkg = tmp / package
     pkg.mkdir()
-    for m in MODULES:
+    listing = subprocess.run(
+        ["git", "ls-tree", "--name-only", f"{commit}:cursched/interp/"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    for name in (n for n in listing if n.endswith(".py")):
         text = subprocess.run(
-            ["git", "show", f"{OLD_COMMIT}:cursched/interp/{m}.py"],
+            ["git", "show", f"{commit}:cursched/interp/{name}"],
             cwd=ROOT,
             check=True,
             capture_output=True,
             text=True,
         ).stdout
-        text = text.replace("cursched.interp.", "_old_interp.").replace(
-            "from cursched.interp import", "from _old_interp import"
+        text = text.replace("cursched.interp.", f"{package}.").replace(
+            "from cursched.interp import", f"from {package} import"
         )
-        (pkg / f"{m}.py").write_text(text)
+        (pkg / name).write_text(text)
     sys.path.insert(0, str(tmp))
-    return importlib.import_module("_old_interp").interpret  # type: ignore[no-any-return]
+    return importlib.import_module(package).interpret  # type: ignore[no-any-return]
 
 
 def copy_args(args: dict[str, Any]) -> dict[str, Any]:
@@ -97,10 +106,13 @@ def timed(fn: Callable[..., Any], args: dict[str, Any]) -> float:
 
 
 def row(name: str, t: dict[str, float]) -> str:
-    return (
+    out = (
         f"{name:24s} {t['old'] * 1e3:9.3f} {t['new'] * 1e3:9.3f} {t['loop'] * 1e3:9.3f}"
         f" {t['old'] / t['new']:8.1f} {t['loop'] / t['new']:9.2f}"
     )
+    if "base" in t:
+        out += f" {t['base'] * 1e3:9.3f} {t['base'] / t['new']:9.2f}"
+    return out
 
 
 def scaled(pd: Any, args: dict[str, Any], k: int, rng: np.random.Generator) -> dict[str, Any]:
@@ -135,20 +147,26 @@ def main() -> None:
     ap.add_argument("--scale", type=int, default=8, help="size factor of the scaled corpus")
     ap.add_argument("--verbose", action="store_true", help="a row per proc when scaled too")
     ap.add_argument("--quick", action="store_true", help="--repeat 3 --scale 4 --sgemm 16")
+    ap.add_argument("--base", help="a commit whose interpreter is timed too (column base)")
     opts = ap.parse_args()
     if opts.quick:
         opts.repeat, opts.scale, opts.sgemm = 3, 4, 16
     old = load_old()
+    base = load_old(opts.base, "_base_interp") if opts.base else None
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import loops  # the transliterated plain loops (benchmarks/loops.py)
 
     rng = np.random.default_rng(0)
     print("machine: shared by several sessions (timings noisy; ratios are of one run)")
     header = f"{'old ms':>9s} {'new ms':>9s} {'loop ms':>9s} {'old/new':>8s} {'loop/new':>9s}"
+    if base is not None:
+        header += f" {'base ms':>9s} {'base/new':>9s}"
     for scale in (1, opts.scale):
         print(f"\n{f'corpus, sizes x{scale}':24s} {header}")
         tot = {"old": 0.0, "new": 0.0, "loop": 0.0}
         logs = {"old": 0.0, "loop": 0.0}
+        if base is not None:
+            tot["base"] = logs["base"] = 0.0
         skipped = []
         for case in CASES:
             args = case.inputs(rng)
@@ -160,6 +178,8 @@ def main() -> None:
                 "new": lambda pd=pd, **a: interpret(pd, **a),
                 "loop": loops.transliterate(pd),
             }
+            if base is not None:
+                runners["base"] = lambda pd=pd, **a: base(pd, **a)
             try:
                 for f in runners.values():
                     f(**copy_args(args))  # compile, warm up
@@ -179,7 +199,10 @@ def main() -> None:
         print(row("corpus total", tot))
         count = len(CASES) - len(skipped)
         geo = {k: math.exp(v / count) for k, v in logs.items()}
-        print(f"{'per-proc geomean':24s} {'':29s} {geo['old']:8.1f} {geo['loop']:9.2f}")
+        line = f"{'per-proc geomean':24s} {'':29s} {geo['old']:8.1f} {geo['loop']:9.2f}"
+        if base is not None:
+            line += f" {'':9s} {geo['base']:9.2f}"
+        print(line)
         if skipped:
             print(f"  (not scalable, skipped: {', '.join(skipped)})")
     compile_module._CODE.clear()  # compiled from scratch, not from the code object cache
@@ -199,11 +222,17 @@ def main() -> None:
     C = np.zeros((n, n), np.float32)
     pd = sgemm.ir()
     interpret(pd, n, n, n, A, B, C.copy())
-    ts = {"old": float("inf"), "new": float("inf"), "loop": float("inf")}
+    sgemm_runs: dict[str, Callable[[], Any]] = {
+        "old": lambda: old(pd, n, n, n, A, B, C.copy()),
+        "new": lambda: interpret(pd, n, n, n, A, B, C.copy()),
+        "loop": lambda: sgemm_loop(n, n, n, A, B, C.copy()),
+    }
+    if base is not None:
+        sgemm_runs["base"] = lambda: base(pd, n, n, n, A, B, C.copy())
+    ts = {k: float("inf") for k in sgemm_runs}
     for _ in range(max(1, opts.repeat // 2)):
-        ts["old"] = min(ts["old"], best(lambda: old(pd, n, n, n, A, B, C.copy()), 1))
-        ts["new"] = min(ts["new"], best(lambda: interpret(pd, n, n, n, A, B, C.copy()), 1))
-        ts["loop"] = min(ts["loop"], best(lambda: sgemm_loop(n, n, n, A, B, C.copy()), 1))
+        for k, f in sgemm_runs.items():
+            ts[k] = min(ts[k], best(f, 1))
     print(f"\n{'':24s} {header}")
     print(row(f"sgemm {n}^3", ts))
 

@@ -2,7 +2,8 @@
 
 ``run`` binds and validates arguments, lays arrays out as flat memoryviews (or lists) and
 runs a compiled proc; ``compile`` turns a proc (statements, allocations, calls) into the
-source of a Python function, exec'd once per ``ProcDef``; ``exprs`` does expressions;
+source of a Python function, exec'd once per ``ProcDef``; ``loops`` does its loops (and
+``dot_nest`` the dot-product nests numpy runs); ``exprs`` does expressions;
 ``values`` holds the scalar helpers (casts, rounding, integer division, messages) shared by
 the three.
 

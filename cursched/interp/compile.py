@@ -394,6 +394,7 @@ class Compiler(LoopCompiler):
         names = [self.name(a.sym) for a in pd.args]
         self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
         out = self._run_binding(names, [a.sym.name for a in pd.args])
+        self._plan_dot_lists(written)
         arrays: list[str] = []
         back: list[str] = []
         for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
@@ -482,11 +483,17 @@ class Compiler(LoopCompiler):
             f"    if type({n}) is not _nd or {n}.dtype is not {dname} or {n}.base is not None:"
             " return False"
         ]
-        if rank:
+        dims = self._fast_dims(t, n) if isinstance(t, TensorType) else ()
+        if any(d == f"{n}_n{k}" for k, d in enumerate(dims)):
+            # a compound size is the local ``{n}_n{k}`` (``_fast_dims``); a literal or a
+            # size argument stands for itself, checked by the comparison
             out.append(f"    _s = {n}.shape")
-        out.append(f"    if {shape_bad}: return False")
-        if rank:
+            out.append(f"    if {shape_bad}: return False")
             out.append(f"    {', '.join(f'{n}_n{k}' for k in range(rank))}, = _s")
+        elif rank:
+            out.append(f"    if {n}.shape {shape_bad.removeprefix('_s ')}: return False")
+        else:
+            out.append(f"    if {shape_bad}: return False")
         if dt.char not in _MEMORYVIEW_FORMATS:
             # memoryview cannot index it (f16): a list, written back after the run
             out.append(f"    if not (_fl := {n}.flags).c_contiguous: return False")
@@ -506,13 +513,18 @@ class Compiler(LoopCompiler):
             # little, stays a memoryview
             listed = f"{n}.tolist()" if rank == 1 else f"{n}.ravel().tolist()"
             # (its size from the shape's ints: numpy's .size costs as much as a check)
-            size = " * ".join(f"{n}_n{k}" for k in range(rank)) or "1"
-            return [
-                *out,
-                f"    if not {n}.flags.c_contiguous: return False",
-                f"    if {size} <= {_LIST_MAX}: {n}_d = {listed}",
-                f"    else: _m = _mv({n}); {n}_d = {flat}",
+            size = " * ".join(dims) or "1"
+            made = [
+                f"if {size} <= {_LIST_MAX}: {n}_d = {listed}",
+                f"else: _m = _mv({n}); {n}_d = {flat}",
             ]
+            check = f"    if not {n}.flags.c_contiguous: return False"
+            if a.sym in self.deferred:
+                # read only by dot-product nests, which numpy may run on the array itself:
+                # made where their loops run, if they do (``LoopCompiler.dot_lists``)
+                self.deferred[a.sym] = [f"if {n}_d is None:", *(f"    {m}" for m in made)]
+                return [*out, check, f"    {n}_d = None"]
+            return [*out, check, *(f"    {m}" for m in made)]
         bad = "not _m.c_contiguous or _m.readonly"
         return [*out, f"    _m = _mv({n})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
 

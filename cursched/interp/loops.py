@@ -6,7 +6,9 @@ accesses are affine in its loop variables is checked at the corners of the box o
 on entry and runs unchecked when in bounds, an innermost loop the same way on its own; the
 unchecked copies walk their offsets (``w + i * dw``), hold an element written at one place in
 a local, run integer dot products in C (``sum(map(mul, ...))``) and unroll short loops known
-when compiling. The statements inside loops are emitted by ``Compiler.block``.
+when compiling; in ``_run``'s body a dot-product nest proved in bounds runs by numpy when big
+enough (``cursched.interp.dot_nest``). The statements inside loops are emitted by
+``Compiler.block``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from cursched.interp import dot_nest as dn
 from cursched.interp import nest_analysis as na
 from cursched.interp.exprs import ExprCompiler, Hoisted, fits, wrap_text
 from cursched.ir.nodes import (
@@ -30,10 +33,11 @@ from cursched.ir.nodes import (
     Read,
     Reduce,
     Stmt,
+    WindowExpr,
     WindowStmt,
 )
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import stmt_exprs, walk_expr, walk_stmts
+from cursched.ir.traversal import stmt_blocks, stmt_exprs, walk_expr, walk_stmts
 from cursched.ir.types import ControlType, DataType, TensorType
 
 __all__ = ["LoopCompiler"]
@@ -65,6 +69,13 @@ class LoopCompiler(ExprCompiler, ABC):
         #: the strides of ``_run``'s arrays but the innermost (products of sizes: positive
         #: where an access in bounds ran)
         self.fast_strides: set[str] = set()
+        #: emitting the loops a dot-product nest falls back to (``_emit_dot``)
+        self.in_dot_fallback = False
+        #: ``_run``'s read-only arrays read only in dot-product nests: the lines making
+        #: their lists (``Compiler._run_check``), emitted where the nests' loops run
+        self.deferred: dict[Sym, list[str]] = {}
+        #: the deferred arrays each dot-product nest reads, by the nest's ``For`` (identity)
+        self.dot_lists: dict[int, list[Sym]] = {}
         #: the size arguments' names (in ``_run``'s body they are known positive)
         self.positive = frozenset(
             self.name(a.sym)
@@ -165,6 +176,16 @@ class LoopCompiler(ExprCompiler, ABC):
         return self.fast and na.proved(cond, self.positive)
 
     def _emit_for(self, s: For) -> None:
+        if self.fast and not self.checked_copy and not self.in_dot_fallback:
+            plan = dn.dot_nest(s, self._numpy_arrays())
+            if plan is not None and all(n in self.unchecked for n in plan.nodes):
+                self._emit_dot(s, plan)
+                return
+        for sym in self.dot_lists.get(id(s), ()):
+            # the loops read the list of an array only dot-product nests read (once made,
+            # it stays: the array is read only)
+            for text in self.deferred[sym]:
+                self.line(text)
         # lo and hi are evaluated once, on entry; par loops run like seq loops
         lo, hi = self.ctrl(s.lo), self.ctrl(s.hi)
         if not na.is_name(lo):
@@ -211,6 +232,84 @@ class LoopCompiler(ExprCompiler, ABC):
         self.line(head)
         self.nested(s.body)
         self.depth -= 1
+
+    def _plan_dot_lists(self, written: frozenset[int]) -> None:
+        """Which of ``_run``'s read-only arrays only dot-product nests read (``deferred``:
+        their lists are made only where the nests' loops run) and which each nest reads
+        (``dot_lists``): the array is read nowhere outside the nests (walked occurrence by
+        occurrence: the IR may share a node between places)."""
+        arrays = self._numpy_arrays()
+        operands: dict[int, list[Sym]] = {}
+        outside: set[Sym] = set()
+
+        def scan(body: tuple[Stmt, ...]) -> None:
+            for st in body:
+                plan = dn.dot_nest(st, arrays) if isinstance(st, For) else None
+                if plan is not None:  # its only data reads are the two operands
+                    operands[id(st)] = [plan.lhs[0], plan.rhs[0]]
+                    continue
+                for root in stmt_exprs(st):
+                    outside.update(
+                        e.sym for e in walk_expr(root) if isinstance(e, Read | WindowExpr)
+                    )
+                for _, block in stmt_blocks(st):
+                    scan(block)
+
+        scan(self.pd.body)
+        read = {x for syms in operands.values() for x in syms}
+        for k, a in enumerate(self.pd.args):
+            if a.sym in read and a.sym not in outside and k not in written:
+                self.deferred[a.sym] = []
+        for key, syms in operands.items():
+            self.dot_lists[key] = [x for x in dict.fromkeys(syms) if x in self.deferred]
+
+    def _numpy_arrays(self) -> dict[Sym, TensorType]:
+        """``_run``'s tensor arguments whose numpy arrays its body works on in place (its
+        locals of their names; f16 goes through lists)."""
+        return {
+            a.sym: a.type
+            for a in self.pd.args
+            if isinstance(a.type, TensorType) and a.type.elem.np_dtype.char in "fdbBhHiIlLqQ"
+        }
+
+    def _emit_dot(self, s: For, plan: dn.DotNest) -> None:
+        """Dot-product nest ``s`` (``plan``) by numpy when its ranges are not empty and it
+        does enough work (``dn.MIN_WORK``), else as loops; its accesses were proved in
+        bounds on entry, so the slices numpy takes are the elements the loops visit."""
+        texts = [(self.ctrl(lp.lo), self.ctrl(lp.hi)) for lp in plan.loops]
+        if any("_div" in x for r in texts for x in r):
+            # a division that may fail: evaluated only where the loops evaluate it
+            self._emit_for_loops(s)
+            return
+        ranges = []
+        for lo, hi in texts:  # (pure integer arithmetic: evaluating it early changes nothing)
+            pair = []
+            for x in (lo, hi):
+                if not na.is_name(x):
+                    t = self.tmp("r")
+                    self.line(f"{t} = {x}")
+                    x = t
+                pair.append(x)
+            ranges.append((pair[0], pair[1]))
+        fn = self.const(dn.runner(plan), "dot")
+        work = " * ".join(f"({hi} - {lo})" for lo, hi in ranges)
+        tests = [f"{lo} < {hi}" for lo, hi in ranges] + [f"{work} >= {dn.MIN_WORK}"]
+        operands = [self.name(plan.dst), self.name(plan.lhs[0]), self.name(plan.rhs[0])]
+        pairs = ", ".join(f"_slice({lo}, {hi})" for lo, hi in ranges)
+        self.ns["_slice"] = slice
+        # (it returns False, having written nothing, when the loops must run: a NaN)
+        tests.append(f"{fn}({', '.join(operands)}, ({pairs},))")
+        self.line(f"if not ({' and '.join(tests)}):")
+        self.depth += 1
+        self._emit_for_loops(s)
+        self.depth -= 1
+
+    def _emit_for_loops(self, s: For) -> None:
+        self.in_dot_fallback, saved = True, self.in_dot_fallback
+        try:
+            self._emit_for(s)
+        finally:
+            self.in_dot_fallback = saved
 
     def _plan_offsets(
         self, s: For, hoist: list[tuple[Any, Sym, tuple[Expr, ...]]], lo: str, hi: str
