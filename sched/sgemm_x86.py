@@ -143,6 +143,10 @@ AVX2_TARGET = Target(
 # 1-4% slower than packing, 576 within the noise. B's rows in place too when N <= 512 as
 # well: new/old 1.006-1.044 at 512, 1.02-1.13 at 256..480 (through the schedule); at 1000
 # (hand-edited C) 11-16% slower: a panel's 1000 rows lie on 1000 pages (TLB)
+# right = 8: the right edge's 14-row tiles in the K and MC blocks on the packed A, 8 columns
+# a strip (8 accumulators: FMA latency 4 x 2 pipes), vector along A's 14 packed rows: 150-163
+# GF/s on cached data against the masked kernel's 95-104 on A's rows; at 1000^3 its cost
+# beyond its flops 2.2-2.4% -> none, new/old 1.016 (median of 11 ab rounds, wave 5)
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
