@@ -221,11 +221,13 @@ def test_avx512_right_edge_runs_in_the_blocks_on_packed_a(scheduled512: Proc) ->
     assert all(", Be[" in args for args in right)
 
 
-def test_right_microkernel_is_vector_code(script: ModuleType) -> None:
+def test_right_microkernel_is_vector_code(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
     """Per k: one masked load of A's 14 packed floats and one broadcast-FMA per column, each
-    column its own register (``if j < NV``); zeroed before the loop, added after it."""
+    column its own register (``if j < NV``); zeroed before the loop, added after it (the
+    scheduled proc's golden: the new instructions' calls)."""
     t = script.AVX512_TARGET
     fast = script.schedule_right_microkernel(script.right_microkernel(t), t)
+    golden.check(fast)
     c = _function(generate_unit("uk", [fast.ir()]).c_source, "ukernel_right_packed_avx512")
     head, rest = c.split("for (int_fast64_t k = 0; k < KC; k++) {", 1)
     loop, tail = rest.split("\n    }\n", 1)
