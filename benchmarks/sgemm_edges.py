@@ -10,7 +10,8 @@ the edge-free shape's rate would give for its flops: what the edges cost beyond 
 The edge micro-kernels are also timed alone (``--kernels``), repeated on cache-resident data
 in a small C harness (the timing loop is scaffolding; the kernels are the schedule's): the
 full 14 x 32 (or 6 x 16) kernel, the ``NR``-wide and ``lanes``-wide edge kernels at a few row
-counts, and the masked kernel, whose rate counts only its ``NV`` useful columns.
+counts, the masked kernel, whose rate counts only its ``NV`` useful columns, and with AVX-512
+the right edge's transposed kernel (A packed, ``NV`` columns, vector along A's rows).
 
 Run: python benchmarks/sgemm_edges.py [--sizes 1000,512] [--reps N] [--kernels]
 """
@@ -48,20 +49,25 @@ static double cs_now(void) {{
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }}
 /* kind 0: the packed kernel (A [KC][MR]); 1: the NR-wide edge; 2: the lanes-wide edge;
-   3: the masked edge (NV columns); A's rows for the edges, C with a row stride of ldc */
+   3: the masked edge (NV columns); A's rows for the edges (4, the right edge's transposed
+   kernel: A packed, NV columns), C with a row stride of ldc */
 double cs_edge(int64_t kind, int64_t KC, int64_t MV, int64_t NV, int64_t reps, float *A,
                float *B, float *C, int64_t ldc) {{
     double t0 = cs_now();
     for (int64_t r = 0; r < reps; r++) {{
         if (kind == 0) ukernel_packed_{name}(KC, A, {mr}, 1, B, {nr}, 1, C, ldc, 1);
         else if (kind == 1) ukernel_edge_{nr}_{name}(KC, MV, A, KC, 1, B, {nr}, 1, C, ldc, 1);
-        else if (kind == 2)
-            ukernel_edge_{lanes}_{name}(KC, MV, A, KC, 1, B, {lanes}, 1, C, ldc, 1);
-        else ukernel_edge_masked_{name}(KC, MV, NV, A, KC, 1, B, NV, 1, C, ldc, 1);
+        else if (kind == 2) {narrow}
+        else if (kind == 3) ukernel_edge_masked_{name}(KC, MV, NV, A, KC, 1, B, NV, 1, C, ldc, 1);
+        else {right}
     }}
     return cs_now() - t0;
 }}
 """
+# the kernels a schedule may lack: the lanes-wide edge (kind 2: the whole-K right edge's; with
+# ``right`` the right edge runs in the blocks instead) and the transposed one (kind 4)
+_NARROW = "ukernel_edge_{lanes}_{name}(KC, MV, A, KC, 1, B, {lanes}, 1, C, ldc, 1);"
+_RIGHT = "ukernel_right_packed_{name}(KC, NV, A, {mr}, 1, B, NV, 1, C, ldc, 1);"
 
 
 def shapes(n: int, mr: int, nr: int) -> list[tuple[int, int, int]]:
@@ -105,7 +111,11 @@ def bench_shapes(f: Callable[..., Any], n: int, mr: int, nr: int, reps: int) -> 
 def bench_kernels(p: Any, t: Any, reps: int) -> None:
     """The edge micro-kernels alone on cache-resident data, at KC = 256 and 1000."""
     src = p.compile().c_source.split("/* Runtime shims")[0]
-    src += _HARNESS.format(name=t.name, mr=t.mr, nr=t.nr, lanes=t.lanes)
+    present = {}
+    for key, text in (("narrow", _NARROW), ("right", _RIGHT)):
+        call = text.format(name=t.name, mr=t.mr, lanes=t.lanes)
+        present[key] = call if f"void {call.split('(')[0]}(" in src else ";"
+    src += _HARNESS.format(name=t.name, mr=t.mr, nr=t.nr, **present)
     flags = ("-O3", "-march=native", "-fPIC", "-shared")
     built = build_library(f"cs_sgemm_edges_{t.name}", src, flags)
     lib = ctypes.CDLL(str(built.lib_path))
@@ -114,8 +124,12 @@ def bench_kernels(p: Any, t: Any, reps: int) -> None:
     c = np.zeros(t.mr * 1024, np.float32)
     cases = [("packed", 0, t.mr, t.nr, t.nr)]
     for mv in (t.mr, t.mr // 2, 1):
-        cases += [(f"edge {t.nr}", 1, mv, t.nr, t.nr), (f"edge {t.lanes}", 2, mv, t.lanes, t.lanes)]
+        cases.append((f"edge {t.nr}", 1, mv, t.nr, t.nr))
+        if present["narrow"] != ";":
+            cases.append((f"edge {t.lanes}", 2, mv, t.lanes, t.lanes))
     cases += [("masked", 3, t.mr, nv, nv) for nv in (t.lanes // 2, t.lanes - 1)]
+    if present["right"] != ";":  # the masked kernel's first columns, vector along A's rows
+        cases += [("right", 4, t.mr, nv, nv) for nv in (t.right, t.right - 1)]
     print("edge micro-kernels alone (cache-resident A, B, C; GF/s of the useful columns):")
     for kc in (256, 1000):
         a = np.full(t.mr * kc, 1e-3, np.float32)

@@ -7,14 +7,20 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
 
 1. the zeroing of ``C`` split from the product (``fission``); the product's loops ordered
    ``k, i, j`` (``reorder_loops``);
-2. the iteration space cut into whole tiles and the edges of C (``cut_loop`` at
-   ``NR * (N / NR)``, ``KC * (K / KC)``, ``MR * (M / MR)``): the ``N % NR`` right-edge
-   columns run over the whole K on their own packed copy of B (``Be``, ``right_edge``),
-   the ``M % MR`` bottom rows inside each K block on the main part's packed panels of B
-   (``bottom_edge``, then ``fuse`` of the K-block loops); each edge block is a call of an
-   edge micro-kernel (``NR``, ``lanes`` or a masked width) whose scheduled version keeps its
-   C tile in registers, one row per ``if i < MV`` (``unroll_guarded``: split with a guard,
-   cut, unroll), with masked loads, stores and multiply-adds (``mm256_maskload_ps``,
+2. the iteration space cut into whole tiles and the edges of C (``cut_loop`` at ``NR * (N /
+   NR)``, ``KC * (K / KC)``, ``MR * (M / MR)``): the ``N % NR`` right-edge columns run over
+   the whole K on their own packed copy of B (``Be``, ``right_edge``), the ``M % MR`` bottom
+   rows inside each K block on the main part's packed panels of B (``bottom_edge``, then
+   ``fuse`` of the K-block loops). With AVX-512 (``Target.right``) the right edge's B is
+   packed once into ``Be`` and only its ``M % MR``-row corner runs over the whole K; its
+   whole MR-row tiles move into the K and MC blocks (``right_rows``, ``right_into_blocks``,
+   ``right_block``: ``cut_loop``, ``split``, ``reorder_stmts`` and ``fuse`` with the main
+   part's loops), so that they read the packed panels of A, with a kernel whose vector runs
+   along A's packed rows (the C tile held transposed, one broadcast-FMA per column of 8:
+   ``schedule_right_microkernel``). Each other edge block is a call of an edge micro-kernel
+   (``NR``, ``lanes`` or a masked width) whose scheduled version keeps its C tile in
+   registers, one row per ``if i < MV`` (``unroll_guarded``: split with a guard, cut,
+   unroll), with masked loads, stores and multiply-adds (``mm256_maskload_ps``,
    ``mm256_maskstore_ps``, ``mm256_mask_fmadd_ps_broadcast``) on a row's last register: no
    scalar loop is left. The ``K % KC`` remainder runs the same kernels with a shorter ``k``
    loop, behind ``if K % KC > 0`` (``if_runs``: a kernel's sizes are positive);
@@ -65,8 +71,10 @@ from cursched import (
     insert_noop_call,
     lift_scope,
     proc,
+    rearrange_dim,
     rename,
     reorder_loops,
+    reorder_stmts,
     resize_dim,
     set_memory,
     shift_loop,
@@ -111,6 +119,8 @@ class Target(NamedTuple):
     storeadd: Proc  # C += the tile, at the end
     spread: int = 0  # prefetch C's rows all before the k loop (0), or one every spread k
     rows_k: int = 0  # a K at most this deep runs on A's rows, unpacked (0: always packed)
+    right: int = 0  # the right edge in strips this wide inside the K and MC blocks, on the
+    # packed A, vector along its rows (0: over the whole K, A's rows in place, NR-wide tiles)
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -133,10 +143,14 @@ AVX2_TARGET = Target(
 # 1-4% slower than packing, 576 within the noise. B's rows in place too when N <= 512 as
 # well: new/old 1.006-1.044 at 512, 1.02-1.13 at 256..480 (through the schedule); at 1000
 # (hand-edited C) 11-16% slower: a panel's 1000 rows lie on 1000 pages (TLB)
+# right = 8: the right edge's 14-row tiles in the K and MC blocks on the packed A, 8 columns
+# a strip (8 accumulators: FMA latency 4 x 2 pipes), vector along A's 14 packed rows: 150-163
+# GF/s on cached data against the masked kernel's 95-104 on A's rows; at 1000^3 its cost
+# beyond its flops 2.2-2.4% -> none, new/old 1.016 (median of 11 ab rounds, wave 5)
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
-    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16, 512,
+    x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_setzero_ps, x86.mm512_storeu_add_ps, 16, 512, 8,
 )  # fmt: skip
 
 
@@ -294,6 +308,139 @@ def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
     return p
 
 
+def right_microkernel(t: Target) -> Proc:
+    """The plain right-edge micro-kernel ``C[MR, NV] += A @ B[KC, NV]``, ``1 <= NV <=
+    t.right``, A packed (``[KC, MR]``: an MR-row panel of ``Ap``, ``At``, ``Aq`` or ``Au``)."""
+    src = f"""
+def ukernel_right_packed(
+    KC: size, NV: size, A: [f32][KC, {t.mr}] @ DRAM, B: [f32][KC, NV] @ DRAM,
+    C: [f32][{t.mr}, NV] @ DRAM
+):
+    assert NV >= 1
+    assert NV <= {t.right}
+    assert stride(A, 1) == 1
+    assert stride(B, 1) == 1
+    for k in seq(0, KC):
+        for i in seq(0, {t.mr}):
+            for j in seq(0, NV):
+                C[i, j] += A[k, i] * B[k, j]
+"""
+    from cursched.analysis.bounds import check_bounds
+    from cursched.frontend import parse_source
+
+    return Proc(check_bounds(parse_source(src, {"DRAM": DRAM}, "<ukernel>")))
+
+
+def schedule_right_microkernel(uk: Proc, t: Target) -> Proc:
+    """Register-block the right-edge kernel with its vector along the packed rows of A: the
+    C tile held transposed (``Ct[NV, lanes]``, one register per column of C, lanes ``i <
+    MR`` used), a masked load of A's MR floats per ``k`` and one broadcast-FMA of
+    ``B[k, j]`` per column, each column guarded by ``if j < NV``. Measured on the Zen 5 kind
+    (cached data, KC 1000, 14 x 8): 162 GF/s of useful lanes; the masked kernel on A's
+    rows (vector along the 8 columns, half of each register masked off), 99."""
+    p = uk
+    k = p.find_loop("k")
+    p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:NV]", "Ct", memory=t.memory, accum=True)
+    p, _ = rearrange_dim(p, ct.alloc, (1, 0))
+    p, _ = resize_dim(p, p.forward(ct.alloc), 0, t.right)  # NV <= right registers
+    p, _ = resize_dim(p, p.forward(ct.alloc), 1, t.lanes)  # MR of the lanes used
+    cols = []
+    for nest in (ct.load, p.forward(k).body()[0], ct.store):  # columns outside, rows inside
+        p, ro = reorder_loops(p, p.forward(nest))
+        cols.append(ro.outer)
+    p, av = stage_mem(p, p.forward(k).body()[0], f"A[k, 0:{t.mr}]", "Av", memory=t.memory)
+    p, _ = resize_dim(p, av.alloc, 0, t.lanes)
+    for c in cols:
+        p, _ = unroll_guarded(p, p.forward(c), t.right)
+    instrs = [x86.mm512_maskload_ps, x86.mm512_mask_fmadd_ps_broadcast, x86.mm512_mask_setzero_ps]
+    p, _ = replace_all(p, [*instrs, x86.mm512_mask_storeu_add_strided_ps])
+    p, _ = simplify(p)
+    p, _ = rename(p, f"{uk.name()}_{t.name}")
+    return p
+
+
+def right_rows(p: Proc, nest: ForCursor, t: Target) -> tuple[Proc, ForCursor]:
+    """With ``t.right``: the ``N % NR`` columns right of the whole tiles (``nest``: ``k, i,
+    j``) read their B from ``Be`` (``[K, N % NR]``, packed once, before the main part), and
+    the ``M % MR`` rows of the corner run over the whole K, on A's rows, in strips of
+    ``t.right`` columns then the masked last ``N % right``, behind ``if M % MR > 0``. Returns
+    the proc and the nest of the whole MR-row tiles (``k, i < MR * (M / MR), j``), which
+    ``right_block`` moves into the K and MC blocks (there it reads the packed A)."""
+    mr, nr, w = t.mr, t.nr, t.right
+    p, _ = shift_loop(p, nest.body()[0].body()[0], 0)
+    p, be = pack(p, nest, f"B[0:K, {nr} * (N / {nr}):N]", "Be")
+    for s in (be.alloc, be.load):  # up before the main part, which the rows join
+        p, _ = reorder_stmts(p, p.forward(s).prev().expand(0, 1))
+    nest = p.forward(nest)
+    assert isinstance(nest, ForCursor)
+    p, icut = cut_loop(p, nest.body()[0], f"{mr} * (M / {mr})")
+    p, f = fission(p, icut.first.after(), n_lifts=1)
+    p, _ = shift_loop(p, f.second.body()[0], 0)
+    p, corner = if_runs(p, f.second, 1, f"M % {mr} > 0")
+    p, cs = split(p, corner.body()[0].body()[0], w, ("jo", "ji"), tail="cut_and_guard")
+    p, h = fission(p, p.forward(cs.outer).after(), n_lifts=2)
+    p, _ = reorder_loops(p, h.first.body()[0])  # k, jo, i
+    p, _ = reorder_loops(p, h.first)  # jo, k, i
+    p = lift(p, cs.guard, 2)
+    rows = p.forward(f.first)
+    assert isinstance(rows, ForCursor)
+    return p, rows
+
+
+def right_block(
+    p: Proc, nest: StmtCursor, ic: StmtCursor, tail: StmtCursor, t: Target
+) -> tuple[Proc, StmtCursor]:
+    """The right edge of one K range (``nest``: ``k, i, j``, after the main part's MC blocks
+    ``ic``, their tail rows ``tail`` and the bottom edge, in the same block): MR-row tiles
+    ``io, [jo, k, ii, ji]`` in strips of ``t.right`` columns and the last ``N % right``
+    behind an ``if``; ``io`` split as the main part's rows, the MC blocks fused into ``ic``
+    (so that they read its packed block of A) and the tail rows moved right after ``tail``.
+    Returns the proc and the tail rows' loop."""
+    mr, w = t.mr, t.right
+    assert isinstance(nest, ForCursor)
+    p, _ = split(p, nest.body()[0], mr, ("io", "ii"), tail="perfect")
+    p, ro = reorder_loops(p, p.forward(nest))  # io, k, ii, j
+    p, js = split(p, ro.inner.body()[0].body()[0], w, ("jo", "ji"), tail="cut_and_guard")
+    p, g = fission(p, p.forward(js.outer).after(), n_lifts=2)
+    p, _ = reorder_loops(p, g.first.body()[0])  # k, jo, ii
+    p, _ = reorder_loops(p, g.first)  # jo, k, ii
+    p = lift(p, js.guard, 2)
+    p, mc = split(p, p.forward(ro.outer), t.mcb, ("ic", "ir"), tail="cut")
+    rtail = p.forward(mc.tail)
+    assert isinstance(rtail, StmtCursor)
+    while p.forward(mc.outer).prev() != p.forward(ic):  # up to the MC blocks: fused
+        p, _ = reorder_stmts(p, p.forward(mc.outer).prev().expand(0, 1))
+    p, _ = fuse(p, p.forward(ic), p.forward(mc.outer))
+    while p.forward(rtail).prev() != p.forward(tail):
+        p, _ = reorder_stmts(p, p.forward(rtail).prev().expand(0, 1))
+    return p, p.forward(rtail)
+
+
+def right_into_blocks(
+    p: Proc, rows: ForCursor, t: Target, ko: StmtCursor, rem: StmtCursor, loops: list[StmtCursor]
+) -> tuple[Proc, list[StmtCursor]]:
+    """Move the right edge's MR-row tiles (``rows``, from ``right_rows``) into the main part's
+    K blocks (``ko``) and its K remainder (the ``if`` ``rem``): ``k`` cut at ``KC * (K /
+    KC)``, split by KC and fused with ``ko``; the rest under ``if K % KC > 0``, fused with
+    ``rem``; each part placed by ``right_block`` (``loops``: the MC block loops and their tail
+    rows' loops, of the main part then the remainder). Returns the proc and the two tail rows'
+    loops of the right edge."""
+    kc = t.kc
+    p, kcut = cut_loop(p, rows, f"{kc} * (K / {kc})")
+    p, k2 = shift_loop(p, kcut.second, 0)
+    p, sp = specialize(p, k2.loop, f"K % {kc} > 0")
+    p, _ = eliminate_dead_code(p, sp.fallback[0])
+    p, k1 = split(p, kcut.first, kc, ("ko", "ki"), tail="perfect")
+    p, _ = reorder_stmts(p, p.forward(k1.outer).prev().expand(0, 1))  # after ko
+    p, fk = fuse(p, p.forward(ko), p.forward(k1.outer))
+    p, fr = fuse(p, p.forward(rem), p.forward(sp.branches[0]))
+    tails = []
+    for body, (ic, tail) in ((fk.second_body, loops[:2]), (fr.second_body, loops[2:])):
+        p, rt = right_block(p, p.forward(body)[0], ic, tail, t)
+        tails.append(rt)
+    return p, tails
+
+
 def if_runs(p: Proc, nest: ForCursor, depth: int, cond: str) -> tuple[Proc, ForCursor]:
     """Put the loop nest ``nest`` behind ``if cond``, ``cond`` saying that its loop ``depth``
     levels down runs (a kernel's sizes are positive): that loop is moved outermost, the nest
@@ -403,35 +550,54 @@ def odd(rows: int | str) -> int | str:
     return f"2 * (({rows}) / 2) + 1"
 
 
-def pack_a_unless_short(p: Proc, t: Target, loop: StmtCursor, window: str, name: str) -> Proc:
-    """Pack the rows of A that the K remainder's ``loop`` reads (``window``) as ``name``
-    (``[tiles, K % KC, MR]``, allocated around the loop, or around its body when it is the MC
-    block loop ``ic``); with ``t.rows_k``, only behind ``if K > rows_k``: a short K reads A's
-    rows in place (``specialize``, the packed copy in the fallback; see ``AVX512_TARGET``)."""
-    s = p.forward(loop)
+def with_right(p: Proc, tail: StmtCursor, t: Target) -> StmtCursor | BlockCursor:
+    """The tail rows' loop ``tail``, and with ``t.right`` the right edge's after it."""
+    s = p.forward(tail)
+    assert isinstance(s, StmtCursor)
+    return s.expand(0, 1) if t.right else s
+
+
+def pack_a_unless_short(
+    p: Proc, t: Target, stmts: StmtCursor | BlockCursor, window: str, name: str
+) -> Proc:
+    """Pack the rows of A that the K remainder's ``stmts`` read (``window``) as ``name``
+    (``[tiles, K % KC, MR]``, allocated before them, or inside the MC block loop ``ic`` when
+    that is all of them); with ``t.rows_k``, only behind ``if K > rows_k``: a short K reads
+    A's rows in place (``specialize``, the packed copy in the fallback; see
+    ``AVX512_TARGET``)."""
+    blk = p.forward(stmts).as_block()
     if t.rows_k:
-        p, rs = specialize(p, s, f"K <= {t.rows_k}")
-        s = rs.fallback[0]
-    assert isinstance(s, ForCursor)
-    block, lift = (s.body(), 1) if s.name() == "ic" else (s, 0)
+        p, rs = specialize(p, blk, f"K <= {t.rows_k}")
+        blk = rs.fallback
+    first = blk[0]
+    block: BlockCursor = blk
+    lift = 0
+    if len(blk) == 1 and isinstance(first, ForCursor) and first.name() == "ic":
+        block, lift = first.body(), 1
     p, pk = pack(p, block, window, name, divide=[(0, t.mr)], order=(0, 2, 1), lift=lift)
     return copy_by_rows(p, pk.load, 0, t.mr)
 
 
 def pack_remainder(
-    p: Proc, t: Target, cut: IfCursor, ic: StmtCursor, tail: StmtCursor, rows: tuple[str, str]
+    p: Proc,
+    t: Target,
+    cut: IfCursor,
+    ic: StmtCursor,
+    tail: StmtCursor | BlockCursor,
+    rows: tuple[str, str],
 ) -> Proc:
     """Pack the K remainder's operands (inside ``cut``: ``if K % KC > 0``), k = c + k' with
     c = KC * (K / KC): B's strip as ``Bq`` (an odd row count, see ``odd``) and A's rows as
-    ``Aq`` (the MC blocks, loop ``ic``) and ``Au`` (the row tiles past them, ``tail``;
-    ``rows``: the two row ranges). With ``t.rows_k``, a product with K and N both at most
-    ``rows_k`` packs nothing: the kernels read A's and B's rows in place (``specialize``; B's
-    panel of K <= 512 rows spans at most 512 pages)."""
+    ``Aq`` (the MC blocks, loop ``ic``) and ``Au`` (the row tiles past them, ``tail``: their
+    loop, and the right edge's with ``t.right``; ``rows``: the two row ranges). With
+    ``t.rows_k``, a product with K and N both at most ``rows_k`` packs nothing: the kernels
+    read A's and B's rows in place (``specialize``; B's panel of K <= 512 rows spans at most
+    512 pages)."""
     base, nr = f"{t.kc} * (K / {t.kc})", t.nr
     block: BlockCursor = cut.body()
     if t.rows_k:  # K and N both short: no Bq, no Aq, no Au
         p, bs = specialize(p, block, f"K <= {t.rows_k} and N <= {t.rows_k}")
-        block, ic, tail = bs.fallback, bs.fallback[0], bs.fallback[1]
+        block, ic, tail = bs.fallback, bs.fallback[0], bs.fallback[1 : 2 + bool(t.right)]
     p, bq = pack(p, block, f"B[{base}:K, 0:{nr} * (N / {nr})]", "Bq",
                  divide=[(1, nr)], order=(1, 0, 2))  # fmt: skip
     p = copy_by_rows(p, bq.load, 1, nr)
@@ -453,7 +619,10 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     # 2. columns: the whole NR-wide panels (K-blocked below) and the right edge (whole K)
     p, jcut = cut_loop(p, prod.body()[0].body()[0], f"{nr} * (N / {nr})")
     p, cols = fission(p, jcut.first.after(), n_lifts=2)
-    p = right_edge(p, cols.second, t)
+    if t.right:  # its whole MR-row tiles join the K and MC blocks below
+        p, right = right_rows(p, cols.second, t)
+    else:
+        p = right_edge(p, cols.second, t)
     # 3. K blocks: k < KC*(K/KC), and the remainder from 0 behind ``if K % KC > 0``; in
     #    each, the whole MR-row tiles and the bottom edge
     p, kcut = cut_loop(p, cols.first, f"{kc} * (K / {kc})")
@@ -490,6 +659,10 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     ko = fu.fused
     for b in (p.forward(ko).body()[-1], bottoms[1]):
         p, _ = if_runs(p, p.forward(b), 2, f"M % {mr} > 0")
+    # ... the right edge's row tiles (with ``t.right``): in the MC blocks of both parts
+    if t.right:
+        loops = [mc.outer, mtail.outer, rmc.outer, rtail.outer]
+        p, _ = right_into_blocks(p, right, t, ko, sp.branches[0], loops)
     # 4. packing: the KC x N strip of B as [N / NR, KC, NR] once per ko, the MC x KC block
     #    of A as [MC / MR, KC, MR] once per (ko, ic); each buffer allocated once
     ko = p.forward(ko)
@@ -504,18 +677,21 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p = copy_by_rows(p, ap.load, 0, mr)
     # ... the rows past the last whole MC block, packed the same way (``At``)
     last = f"{mr * t.mcb} * (M / {mr * t.mcb}):{mr} * (M / {mr})"
-    p, at = pack(p, mtail.outer, f"A[{last}, {kc} * ko:{kc} * ko + {kc}]", "At",
+    p, at = pack(p, with_right(p, mtail.outer, t), f"A[{last}, {kc} * ko:{kc} * ko + {kc}]", "At",
                  divide=[(0, mr)], order=(0, 2, 1), lift=1)  # fmt: skip
     p = copy_by_rows(p, at.load, 0, mr)
     # ... and for the remainder, k = c + k' with c = KC * (K / KC); allocated once, inside
     # the ``if`` (its extent K % KC is then positive)
     cut = p.forward(sp.branches[0])
     assert isinstance(cut, IfCursor)
-    p = pack_remainder(p, t, cut, rmc.outer, rtail.outer, (rows, last))
+    p = pack_remainder(p, t, cut, rmc.outer, with_right(p, rtail.outer, t), (rows, last))
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
     plain = [microkernel(t, "packed")]
     fast = [schedule_microkernel(plain[0], t)]
+    if t.right:  # before the masked kernel: the right edge's tiles on packed A
+        plain.append(right_microkernel(t))
+        fast.append(schedule_right_microkernel(plain[-1], t))
     for w in (nr, t.lanes, None):
         plain.append(edge_microkernel(t, w))
         fast.append(schedule_edge_microkernel(plain[-1], t, w))

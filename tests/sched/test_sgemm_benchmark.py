@@ -76,3 +76,16 @@ def test_the_edges_benchmark_cuts_each_edge_off() -> None:
     assert edges.shapes(1000, 14, 32) == want
     assert edges.shapes(512, 14, 32) == [(512, 512, 512), (504, 512, 512)]
     assert edges.shapes(448, 14, 32) == [(448, 448, 448)]
+
+
+def test_the_ab_benchmark_reads_its_variants() -> None:
+    """benchmarks/sgemm_ab.py: a variant is the target with the named fields replaced."""
+    saved = dict(os.environ)  # importing it unsets OPENBLAS_CORETYPE, as sgemm_edges.py
+    try:
+        ab = load_module(ROOT / "benchmarks" / "sgemm_ab.py", "sgemm_ab_under_test")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert ab.parse_fields("") == {}
+    assert ab.parse_fields("kc=512, mcb=8") == {"kc": 512, "mcb": 8}
+    assert ab.parse_fields("right=0,") == {"right": 0}

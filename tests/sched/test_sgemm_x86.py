@@ -32,6 +32,12 @@ def scheduled(script: ModuleType) -> Proc:
     return script.schedule(script.sgemm, script.AVX2_TARGET)
 
 
+@pytest.fixture(scope="module")
+def scheduled512(script: ModuleType) -> Proc:
+    """The AVX-512 schedule (scheduling needs no AVX-512; compiling it does)."""
+    return script.schedule(script.sgemm, script.AVX512_TARGET)
+
+
 def test_runs_as_a_file() -> None:
     out = run_file(SCRIPT)
     assert out.startswith("def sgemm(M: size")
@@ -179,15 +185,76 @@ def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int, rows
     sizes = [(1, 1, 1), (15, 33, 17), (29, 70, 2 * kc + 3), (61, 95, kc), (14, 32, kc + 1)]
     sizes += [(200, 70, 300), (200, 530, 300), (200, 70, 700)]
     assert script.check(p, sizes) <= 1e-5
-    if kc < 64:  # the interpreter (the instructions' bodies) agrees: every kernel, 2 K blocks
-        m, n, k = 31, 83, 2 * kc + 5
-        rng = np.random.default_rng(11)
+    if kc >= 64:
+        return
+    # the interpreter (the instructions' bodies) agrees: every kernel, 2 K blocks; the right
+    # edge's 19 columns (2 strips of 8, 3 masked) in the MC blocks and (45 rows) their tail
+    rng = np.random.default_rng(11)
+    f = p.compile()
+    for m, n, k in ((31, 83, 2 * kc + 5), (45, 83, 2 * kc + 5)):
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         c1, c2 = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
         p.interpret(m, n, k, a, b, c1)
-        p.compile()(m, n, k, a, b, c2)
+        f(m, n, k, a, b, c2)
         np.testing.assert_allclose(c1, c2, rtol=1e-5, atol=1e-5)
+
+
+def test_avx512_final_proc_golden(scheduled512: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    golden.check(scheduled512)
+
+
+def test_avx512_right_edge_runs_in_the_blocks_on_packed_a(scheduled512: Proc) -> None:
+    """With AVX-512 the right edge's row tiles are calls of the transposed kernel on the
+    packed panels of A (``Ap``, ``At``, ``Aq``, ``Au``), in strips of 8 columns of ``Be``;
+    only the corner and a short K's rows in place use the masked kernel; no scalar update."""
+    text = str(scheduled512)
+    assert "+=" not in text
+    calls = re.findall(r"(ukernel_\w+)\((.*)\)", text)
+    assert {name for name, _ in calls} == {
+        "ukernel_packed_avx512", "ukernel_edge_32_avx512",
+        "ukernel_edge_masked_avx512", "ukernel_right_packed_avx512",
+    }  # fmt: skip
+    right = [args for name, args in calls if name == "ukernel_right_packed_avx512"]
+    panels = sorted({args.split(", ")[2].split("[")[0] for args in right})
+    assert panels == ["Ap", "Aq", "At", "Au"], panels
+    assert all(", Be[" in args for args in right)
+
+
+def test_right_microkernel_is_vector_code(script: ModuleType, golden) -> None:  # type: ignore[no-untyped-def]
+    """Per k: one masked load of A's 14 packed floats and one broadcast-FMA per column, each
+    column its own register (``if j < NV``); zeroed before the loop, added after it (the
+    scheduled proc's golden: the new instructions' calls)."""
+    t = script.AVX512_TARGET
+    fast = script.schedule_right_microkernel(script.right_microkernel(t), t)
+    golden.check(fast)
+    c = _function(generate_unit("uk", [fast.ir()]).c_source, "ukernel_right_packed_avx512")
+    head, rest = c.split("for (int_fast64_t k = 0; k < KC; k++) {", 1)
+    loop, tail = rest.split("\n    }\n", 1)
+    assert "__m512 Ct[8];" in head and head.count("_mm512_mask_mov_ps(") == 8
+    assert loop.count("_mm512_mask_loadu_ps(") == 1 and loop.count("_mm512_mask3_fmadd_ps(") == 8
+    assert "for (" not in loop and "+=" not in loop
+    assert [c.count(f"if ({j} < NV)") for j in (1, 7)] == [3, 3]
+    assert tail.count("_mm512_storeu_ps(cs_l_, Ct[") == 8
+
+
+@pytest.mark.skipif("avx512f" not in cpu_features(), reason="this CPU lacks AVX-512")
+def test_right_microkernel_matches_its_plain_version(script: ModuleType) -> None:
+    """Every column count: the compiled transposed kernel equals the interpreted plain one (C
+    a window of a bigger array, its other elements untouched)."""
+    t = script.AVX512_TARGET
+    plain = script.right_microkernel(t)
+    f = script.schedule_right_microkernel(plain, t).compile()
+    rng = np.random.default_rng(8)
+    for nv in range(1, 9):
+        for k in (1, 37):
+            a = rng.standard_normal((k, 14)).astype(np.float32)
+            b = rng.standard_normal((k, nv)).astype(np.float32)
+            big = rng.standard_normal((17, 12)).astype(np.float32)
+            want, got = big.copy(), big.copy()
+            plain.interpret(k, nv, a, b, want[2:16, 3 : 3 + nv])
+            f(k, nv, a, b, got[2:16, 3 : 3 + nv])
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{nv}, {k}")
 
 
 def test_replace_refuses_a_b_whose_rows_are_strided(script: ModuleType) -> None:

@@ -22,6 +22,8 @@ __all__ = [
     "mm512_loadu_ps",
     "mm512_mask_fmadd_ps",
     "mm512_mask_fmadd_ps_broadcast",
+    "mm512_mask_setzero_ps",
+    "mm512_mask_storeu_add_strided_ps",
     "mm512_mask_storeu_ps",
     "mm512_maskload_ps",
     "mm512_maskstore_ps",
@@ -161,6 +163,35 @@ def mm512_mask_fmadd_ps_broadcast(
     assert stride(lhs, 0) == 1
     for i in seq(0, N):
         dst[i] += lhs[i] * rhs[0]
+
+
+# A register tile held transposed (one register per column of C, its lanes the rows: the
+# sgemm's right edge runs its vector along the packed rows of A) starts at zero in lanes
+# i < N and is added at the end into a column of C, whose elements lie a row apart
+
+
+@instr("{dst} = _mm512_mask_mov_ps({dst}, " + _MASK + ", _mm512_setzero_ps());")
+def mm512_mask_setzero_ps(N: size, dst: [f32][16] @ AVX512):
+    # lanes i >= N keep their value, as the body says (a plain setzero would clear them)
+    assert N <= 16
+    assert stride(dst, 0) == 1
+    for i in seq(0, N):
+        dst[i] = 0.0
+
+
+@instr(
+    "{ float cs_l_[16]; _mm512_storeu_ps(cs_l_, {src});"
+    " for (int_fast64_t cs_k_ = 0; cs_k_ < {N}; cs_k_++)"
+    " {dst}[cs_k_ * {dst_stride_0}] += cs_l_[cs_k_]; }"
+)
+def mm512_mask_storeu_add_strided_ps(N: size, dst: [f32][N] @ DRAM, src: [f32][16] @ AVX512):
+    # dst of any stride (a column of C): the register spilled once, its N lanes added one by
+    # one (a transposed tile's end, once per K block: a gather and a scatter would need
+    # 32-bit indices, i * stride, which a row of C's length may overflow)
+    assert N <= 16
+    assert stride(src, 0) == 1
+    for i in seq(0, N):
+        dst[i] += src[i]
 
 
 @instr("{C} = _mm512_mask3_fmadd_ps({A}, {B}, {C}, " + _MASK + ");")
