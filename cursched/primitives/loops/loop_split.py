@@ -25,6 +25,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
 from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
+    Memo,
     aff,
     expr_of,
     fresh_copy,
@@ -248,7 +249,8 @@ def _rewrite(
     ranges[io] = (0, None if ext_hi is None else max(ext_hi // q, 0))
     idx = lo + af.Aff.var(io).scale(q) + af.Aff.var(ii)
     env = {L.iter: expr_of(idx)}
-    body = tuple(subst_simplify(s, env, ranges) for s in L.body)
+    memo: Memo = {}  # one simplification per distinct index expression of the body
+    body = tuple(subst_simplify(s, env, ranges, memo) for s in L.body)
     guarded = tail == "guard" and not exact
     if guarded:
         cond = BinOp("<", expr_of(idx), L.hi, BOOL)

@@ -31,9 +31,10 @@ from cursched.errors import (
 )
 from cursched.ir.nodes import Expr, For, If, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
-from cursched.ir.traversal import free_syms_expr, subst_stmt
+from cursched.ir.traversal import free_syms_expr, subst_stmt, walk_expr, walk_exprs
 from cursched.primitives.arguments import Condition
 from cursched.primitives.arguments import condition_expr as _condition_expr
+from cursched.primitives.loops.copies import shared_copies
 from cursched.primitives.loops.loop_common import safety, same_pairs
 from cursched.primitives.loops.loop_wrap import escaping_names, fresh
 from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
@@ -243,6 +244,15 @@ def condition_expr(ir: ProcDef, path: Path, value: Any, primitive: str, where: C
     return _condition_expr(ir, path, value, primitive, where, SpecializeBadConditionError)
 
 
+def _fresh_conditions(conds: list[Expr], stmts: tuple[Stmt, ...]) -> bool:
+    """Whether no condition shares a node with the block: then nothing of the block lives
+    on in the ``if`` (its copies are fresh or shared by every copy), so the editor's search
+    for survivors is skipped. A condition given as an expression cursor into the block is
+    the old node, which that search forwards to its place in the ``if``."""
+    ids = {id(x) for c in conds for x in walk_expr(c)}
+    return not any(id(x) in ids for x in walk_exprs(stmts))
+
+
 @primitive
 def specialize(
     proc: Proc,
@@ -294,12 +304,22 @@ def specialize(
         names = ", ".join(sorted(s.name for s in hidden))
         raise fail(SpecializeScopeError, name, f"the block declares {names}, used after it", block)
     stmts = block.stmts()
-    node = If(exprs[-1], fresh(stmts), fresh(stmts))
-    for e in reversed(exprs[:-1]):
-        node = If(e, fresh(stmts), (node,))
+    # the copies share the expressions that read no symbol bound in the block; each occurs
+    # in every copy, so forwarding kills it as it kills a copied node (``shared_copies``).
+    # Made in the order the branches used to be copied one by one (the last condition's,
+    # the fallback, then the others from the last): the fresh symbols' ids keep their order
+    copies = shared_copies(stmts, len(exprs) + 1)
+    node = If(exprs[-1], copies[0], copies[1])
+    for e, copy in zip(reversed(exprs[:-1]), copies[2:], strict=True):
+        node = If(e, copy, (node,))
     checks_passed()
     ed = Editor(ir)
-    out = ed.replace(loc, (node,), hint="specialized; use .branches[k].body() or .fallback")
+    out = ed.replace(
+        loc,
+        (node,),
+        hint="specialized; use .branches[k].body() or .fallback",
+        kill_all=_fresh_conditions(exprs, stmts),
+    )
     p = out.stmt_paths()[0]
     branches = []
     for _ in exprs:
