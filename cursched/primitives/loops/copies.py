@@ -71,9 +71,22 @@ def rebuild(x: Any, f: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Any:
     """A new ``x`` with ``f`` applied to its children (and to a tensor type's shape), its
     symbol renamed by ``env``."""
     cls = type(x)
+    # the kinds that make up most bodies, built directly: the generic way below reads the
+    # fields, the children and the type by name for every node
+    if cls is Read and not isinstance(x.type, TensorType):
+        sym = x.sym
+        return Read(env.get(sym, sym), tuple([f(c) for c in x.idx]), x.type, srcinfo=x.srcinfo)
+    if cls is BinOp:
+        return BinOp(x.op, f(x.lhs), f(x.rhs), x.type, srcinfo=x.srcinfo)
+    if cls is Const:
+        return Const(x.value, x.type, srcinfo=x.srcinfo)
+    if cls is Assign or cls is Reduce:
+        sym = x.sym
+        idx = tuple([f(c) for c in x.idx])
+        return cls(env.get(sym, sym), idx, f(x.rhs), srcinfo=x.srcinfo)
     kw = {n: getattr(x, n) for n in fields_of(cls)}
     for attr, many in _CHILDREN[cls]:
-        kw[attr] = tuple(f(c) for c in kw[attr]) if many else f(kw[attr])
+        kw[attr] = tuple([f(c) for c in kw[attr]]) if many else f(kw[attr])
     t = kw.get("type")
     if isinstance(t, TensorType):
         kw["type"] = map_type(t, f)
