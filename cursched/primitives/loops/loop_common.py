@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from operator import is_
 from typing import Any, TypeVar
 
 from cursched.analysis import affine as af
@@ -26,6 +27,7 @@ from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     Alloc,
     Assign,
+    BinOp,
     Const,
     Expr,
     For,
@@ -107,6 +109,18 @@ def subst_expr_simplified(
                 return _simplified(x, env, ranges, memo) if x.sym in keys else x
             if af.to_aff(x) is not None:
                 return _simplified(x, env, ranges, memo) if free_syms_expr(x) & keys else x
+        # data reads and operations, the rest of most bodies, rebuilt directly (what
+        # ``map_expr_children`` does, the same object when no child changed)
+        if type(x) is Read and not isinstance(x.type, TensorType):
+            idx = tuple([go(i) for i in x.idx])
+            if all(map(is_, idx, x.idx)):
+                return x
+            return Read(x.sym, idx, x.type, srcinfo=x.srcinfo)
+        if type(x) is BinOp:
+            a, b = go(x.lhs), go(x.rhs)
+            if a is x.lhs and b is x.rhs:
+                return x
+            return BinOp(x.op, a, b, x.type, srcinfo=x.srcinfo)
         return _map_type_of(map_expr_children(x, go), go)
 
     return go(e)
