@@ -12,7 +12,9 @@ from cursched.ir.nodes import Alloc, Const, For, Stmt
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
 from cursched.ir.types import INT
+from cursched.primitives.loops.copies import shared_copies
 from cursched.primitives.loops.loop_common import fresh_copy, unroll_copies
+from cursched.primitives.loops.loop_wrap import fresh
 
 
 @proc
@@ -98,3 +100,23 @@ def test_unroll_kills_cursors_to_shared_expressions() -> None:
     old = {id(x) for _, x in walk(one.ir())}
     body = q.find_loop("i").body()
     assert not any(id(x) in old for s in body.stmts()[:3] for _, x in walk(s))
+
+
+def test_shared_copies_print_as_fresh_copies_and_share_what_reads_no_bound_symbol() -> None:
+    """``shared_copies`` (specialize's branches) prints as ``fresh`` made once per copy, with
+    the fresh symbols in the same order; its copies share the expressions that read no
+    symbol bound in the block (here every one reading only ``i``, the loop's own variable
+    being bound in the block copied), and no statement."""
+    (loop,) = [x for _, x in walk(shared.ir()) if isinstance(x, For) and x.iter.name == "j"]
+    copies = shared_copies((loop,), 3)
+    plain = [fresh((loop,)) for _ in range(3)]
+    for a, b in zip(copies, plain, strict=True):
+        assert [print_stmt(s) for s in a] == [print_stmt(s) for s in b]
+    ids = [[s.id for s in _bound(c)] for c in copies]
+    assert ids == sorted(ids) and all(x == sorted(x) for x in ids)
+    old = {id(x): x for _, x in walk(loop)}
+    new = [x for c in copies for s in c for _, x in walk(s)]
+    kept = [x for x in new if id(x) in old]
+    assert kept and all(not isinstance(x, Stmt) for x in kept)
+    assert {print_expr(x) for x in kept} == {"i", "2.0", "0", "4", "2"}
+    assert find_survivors((loop,), [s for c in copies for s in c]) == Survivors({}, {})
