@@ -666,9 +666,21 @@ def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -
         e: any expression.
         ctx: a path context (or a mapping from symbols to inclusive constant ranges).
     """
-    ranges = _ranges_of(ctx)
+    return _Simplify(_ranges_of(ctx)).expr(e)
 
-    def go(x: Expr) -> Expr:
+
+class _Simplify:
+    """``simplify_expr`` under one set of ranges. A method, not a nested function calling
+    itself: that would be a reference cycle (function and closure cell), left with what
+    it holds to the cyclic garbage collector after every call."""
+
+    __slots__ = ("ranges",)
+
+    def __init__(self, ranges: Mapping[Sym, Bound]) -> None:
+        self.ranges = ranges
+
+    def expr(self, x: Expr) -> Expr:
+        ranges = self.ranges
         match x:
             case BinOp() | USub() if _is_int_type(x.type):
                 a = to_aff(x)
@@ -685,9 +697,7 @@ def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -
                     return Const(decided, BOOL)
             case _:
                 pass
-        return map_expr_children(x, go)
-
-    return go(e)
+        return map_expr_children(x, self.expr)
 
 
 def _simplify_prop(p: Prop, ranges: Mapping[Sym, Bound]) -> Prop:

@@ -96,25 +96,33 @@ def rebuild(x: Any, f: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Any:
     return cls(**kw)
 
 
-def mentions_of(keys: frozenset[Sym], memo: dict[int, tuple[Any, bool]]) -> Callable[[Any], bool]:
+class Mentions:
     """Whether an expression reads one of ``keys`` or has a tensor type (whose shape may;
-    such nodes are always copied), memoised by node (bottom-up, each node once)."""
+    such nodes are always copied), memoised by node (bottom-up, each node once). A class,
+    not a nested function calling itself: that is a reference cycle (function and
+    closure cell), which would keep the memo for the cyclic garbage collector."""
 
-    def go(x: Any) -> bool:
-        hit = memo.get(id(x))
+    __slots__ = ("keys", "memo")
+
+    def __init__(self, keys: frozenset[Sym]) -> None:
+        self.keys = keys
+        self.memo: dict[int, tuple[Any, bool]] = {}
+
+    def __call__(self, x: Any) -> bool:
+        hit = self.memo.get(id(x))
         if hit is not None and hit[0] is x:
             return hit[1]
         sym = getattr(x, "sym", None)
-        out = (sym is not None and sym in keys) or isinstance(getattr(x, "type", None), TensorType)
+        out = (sym is not None and sym in self.keys) or isinstance(
+            getattr(x, "type", None), TensorType
+        )
         for attr, many in _CHILDREN[type(x)]:
             v = getattr(x, attr)
             # no short cut: every child gets its entry, asked again by the plan
-            hits = [go(c) for c in v] if many else [go(v)]
+            hits = [self(c) for c in v] if many else [self(v)]
             out = out or any(hits)
-        memo[id(x)] = (x, out)  # the node kept alive: a dead node's id may be reused
+        self.memo[id(x)] = (x, out)  # the node kept alive: a dead node's id may be reused
         return out
-
-    return go
 
 
 # ---------------------------------------------------------------------------- the plan
@@ -176,7 +184,7 @@ class _Plan:
     def __init__(self, bound: frozenset[Sym], var: Sym | None, ranges: Ranges) -> None:
         self.var = var
         self.ranges = ranges
-        self.mentions = mentions_of(bound | {var} if var is not None else bound, {})
+        self.mentions = Mentions(bound | {var} if var is not None else bound)
 
     def expr(self, x: Any) -> _Make | None:
         if not self.mentions(x):
@@ -199,16 +207,18 @@ class _Plan:
     def _simplified(self, x: Expr, var: Sym) -> _Make:
         # the substituted expression depends on the copy's value: built per copy, then
         # copied with the copy's symbols (it may read bound ones)
-        ranges, mentions = self.ranges, self.mentions
-
-        def copy(y: Any, c: _Copy) -> Any:
-            return rebuild(y, lambda z: copy(z, c), c.env) if mentions(y) else y
+        ranges, copy = self.ranges, self.copy
 
         def make(c: _Copy) -> Any:
             assert c.value is not None
             return copy(af.simplify_expr(subst_expr(x, {var: c.value}), ranges), c)
 
         return make
+
+    def copy(self, y: Any, c: _Copy) -> Any:
+        """``y`` (a substituted expression) with the copy's symbols, shared where it reads
+        none of the body's."""
+        return rebuild(y, lambda z: self.copy(z, c), c.env) if self.mentions(y) else y
 
     def _read(self, x: Read) -> _Make:
         sym, typ, src = x.sym, x.type, x.srcinfo

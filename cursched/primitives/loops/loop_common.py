@@ -101,43 +101,51 @@ def subst_expr_simplified(
     ``memo`` (for one ``env`` and ``ranges``): simplified forms by expression, shared by the
     calls of one rewrite; equal expressions then get one node object, which the IR allows.
     """
-    keys = set(env)
-
-    def go(x: Expr) -> Expr:
-        if is_int(x):
-            if type(x) is Read and not x.idx:  # a control variable: most indices
-                return _simplified(x, env, ranges, memo) if x.sym in keys else x
-            if af.to_aff(x) is not None:
-                return _simplified(x, env, ranges, memo) if free_syms_expr(x) & keys else x
-        # data reads and operations, the rest of most bodies, rebuilt directly (what
-        # ``map_expr_children`` does, the same object when no child changed)
-        if type(x) is Read and not isinstance(x.type, TensorType):
-            idx = tuple([go(i) for i in x.idx])
-            if all(map(is_, idx, x.idx)):
-                return x
-            return Read(x.sym, idx, x.type, srcinfo=x.srcinfo)
-        if type(x) is BinOp:
-            a, b = go(x.lhs), go(x.rhs)
-            if a is x.lhs and b is x.rhs:
-                return x
-            return BinOp(x.op, a, b, x.type, srcinfo=x.srcinfo)
-        return _map_type_of(map_expr_children(x, go), go)
-
-    return go(e)
+    return _SubstSimplify(env, ranges, memo).expr(e)
 
 
 def subst_simplify(
     s: Stmt, env: Mapping[Sym, Expr], ranges: Ranges, memo: Memo | None = None
 ) -> Stmt:
     """``subst_expr_simplified`` over a statement and everything nested in it."""
+    return _SubstSimplify(env, ranges, memo).stmt(s)
 
-    def fe(x: Expr) -> Expr:
-        return subst_expr_simplified(x, env, ranges, memo)
 
-    def fs(x: Stmt) -> Stmt:
-        return map_stmt_children(x, fs, fe)
+class _SubstSimplify:
+    """``subst_simplify`` for one ``env``, ``ranges`` and ``memo``; methods rather than
+    nested functions calling themselves, which are reference cycles (function and closure
+    cell) that keep what they hold for the cyclic garbage collector."""
 
-    return fs(s)
+    __slots__ = ("env", "keys", "memo", "ranges")
+
+    def __init__(self, env: Mapping[Sym, Expr], ranges: Ranges, memo: Memo | None) -> None:
+        self.env, self.keys, self.ranges, self.memo = env, set(env), ranges, memo
+
+    def simplified(self, x: Expr) -> Expr:
+        return _simplified(x, self.env, self.ranges, self.memo)
+
+    def expr(self, x: Expr) -> Expr:
+        if is_int(x):
+            if type(x) is Read and not x.idx:  # a control variable: most indices
+                return self.simplified(x) if x.sym in self.keys else x
+            if af.to_aff(x) is not None:
+                return self.simplified(x) if free_syms_expr(x) & self.keys else x
+        # data reads and operations, the rest of most bodies, rebuilt directly (what
+        # ``map_expr_children`` does, the same object when no child changed)
+        if type(x) is Read and not isinstance(x.type, TensorType):
+            idx = tuple([self.expr(i) for i in x.idx])
+            if all(map(is_, idx, x.idx)):
+                return x
+            return Read(x.sym, idx, x.type, srcinfo=x.srcinfo)
+        if type(x) is BinOp:
+            a, b = self.expr(x.lhs), self.expr(x.rhs)
+            if a is x.lhs and b is x.rhs:
+                return x
+            return BinOp(x.op, a, b, x.type, srcinfo=x.srcinfo)
+        return _map_type_of(map_expr_children(x, self.expr), self.expr)
+
+    def stmt(self, x: Stmt) -> Stmt:
+        return map_stmt_children(x, self.stmt, self.expr)
 
 
 def rename_expr(e: Expr, env: Mapping[Sym, Sym]) -> Expr:
