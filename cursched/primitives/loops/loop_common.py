@@ -145,6 +145,18 @@ class _SubstSimplify:
         return _map_type_of(map_expr_children(x, self.expr), self.expr)
 
     def stmt(self, x: Stmt) -> Stmt:
+        # assignments and loops, most of a body, rebuilt directly (as ``expr`` does)
+        if type(x) is Assign or type(x) is Reduce:
+            idx, rhs = tuple([self.expr(i) for i in x.idx]), self.expr(x.rhs)
+            if rhs is x.rhs and all(map(is_, idx, x.idx)):
+                return x
+            return type(x)(x.sym, idx, rhs, srcinfo=x.srcinfo)
+        if type(x) is For:
+            lo, hi = self.expr(x.lo), self.expr(x.hi)
+            body = tuple([self.stmt(s) for s in x.body])
+            if lo is x.lo and hi is x.hi and all(map(is_, body, x.body)):
+                return x
+            return For(x.iter, lo, hi, body, x.mode, x.axis, srcinfo=x.srcinfo)
         return map_stmt_children(x, self.stmt, self.expr)
 
 
