@@ -293,8 +293,11 @@ def specialize(
         Each copy is the same code, so the rewrite never changes behaviour.
 
     Forwards/Kills:
-        Kills the block's statements (hint: "specialized; use .branches[k].body() or
-        .fallback"): every copy is fresh.
+        Kills the block's statements and expressions (hint: "specialized; use
+        .branches[k].body() or .fallback"): every copy holds new statements (sharing the
+        block's expressions that read no symbol bound in it, which then occur in every
+        copy), so no old cursor silently picks one branch. A condition given as an
+        expression cursor into the block forwards to its ``if``'s condition.
 
     Example:
         ``specialize(p, "for i in _: _", "n == 4")``::
