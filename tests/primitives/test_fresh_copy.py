@@ -8,12 +8,12 @@ from cursched.cursors import Tombstone
 from cursched.cursors.edits import find_survivors
 from cursched.cursors.forwarding import Survivors
 from cursched.cursors.tree import walk
-from cursched.ir.nodes import Alloc, Const, For, Stmt
+from cursched.ir.nodes import Alloc, BinOp, Const, For, Read, Stmt
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
-from cursched.ir.types import INT
+from cursched.ir.types import INDEX, INT
 from cursched.primitives.loops.copies import shared_copies
-from cursched.primitives.loops.loop_common import fresh_copy, unroll_copies
+from cursched.primitives.loops.loop_common import Memo, fresh_copy, subst_simplify, unroll_copies
 from cursched.primitives.loops.loop_wrap import fresh
 
 
@@ -120,3 +120,33 @@ def test_shared_copies_print_as_fresh_copies_and_share_what_reads_no_bound_symbo
     assert kept and all(not isinstance(x, Stmt) for x in kept)
     assert {print_expr(x) for x in kept} == {"i", "2.0", "0", "4", "2"}
     assert find_survivors((loop,), [s for c in copies for s in c]) == Survivors({}, {})
+
+
+@proc
+def indexed(n: size, x: f32[n, 8] @ DRAM, y: f32[8, 4 * n] @ DRAM):
+    for i in seq(0, n):
+        for j in seq(0, 8):
+            x[i, j] = y[j, 4 * i + 1] + y[j, i]
+            x[i, 7 - j] += y[j, (i + 2) / 2] * y[j, i]
+
+
+def test_memo_of_simplified_indices_changes_no_tree() -> None:
+    """The memo of ``subst_simplify`` / ``fresh_copy`` (one simplification per distinct index
+    expression) gives trees equal to those made without it, each distinct simplified index
+    one object, and the copy shares no node with the original."""
+    (loop,) = [x for _, x in walk(indexed.ir()) if isinstance(x, For) and x.iter.name == "i"]
+    io, ii = Sym("io"), Sym("ii")
+    four_io = BinOp("*", Const(4, INT), Read(io, (), INDEX), INDEX)
+    env = {loop.iter: BinOp("+", four_io, Read(ii, (), INDEX), INDEX)}
+    ranges = {ii: (0, 3), io: (0, None)}
+    plain = tuple(subst_simplify(s, env, ranges) for s in loop.body)
+    memo: Memo = {}
+    shared = tuple(subst_simplify(s, env, ranges, memo) for s in loop.body)
+    assert shared == plain and [print_stmt(s) for s in shared] == [print_stmt(s) for s in plain]
+    sums = [x for s in shared for _, x in walk(s) if isinstance(x, BinOp)]
+    reads = [x for x in sums if print_expr(x) == "4 * io + ii"]
+    assert len(reads) == 4 and all(r is reads[0] for r in reads)  # x[i, _], y[_, i], twice
+    copy = fresh_copy(loop.body, env, ranges)
+    assert [print_stmt(s) for s in copy] == [print_stmt(s) for s in plain]
+    old = {id(x) for s in loop.body for _, x in walk(s)}
+    assert not any(id(x) in old for s in copy for _, x in walk(s))
