@@ -89,6 +89,10 @@ def atom_key(a: Atom) -> AtomKey:
             assert_never(a)
 
 
+def _term_key(t: tuple[Atom, int]) -> AtomKey:
+    return atom_key(t[0])
+
+
 @dataclass(frozen=True, slots=True)
 class Aff:
     """``const + sum(coeff * atom for atom, coeff in terms)`` in normal form."""
@@ -102,8 +106,10 @@ class Aff:
         if len(parts) == 1:  # nothing to order
             ((a, c),) = parts.items()
             return Aff(((a, c),) if c else (), const)
-        terms = sorted(((a, c) for a, c in parts.items() if c), key=lambda t: atom_key(t[0]))
-        return Aff(tuple(terms), const)
+        items = [(a, c) for a, c in parts.items() if c]
+        if len(items) > 1:
+            items.sort(key=_term_key)
+        return Aff(tuple(items), const)
 
     @staticmethod
     def var(sym: Sym, type: Type = INDEX) -> Aff:
@@ -228,7 +234,8 @@ def to_aff(e: Expr, env: Rename | None = None) -> Aff | None:
         env: symbols to rename on the way (fresh copies of loop variables for dependence
             queries).
     """
-    if env or not isinstance(e, BinOp | USub):
+    t = type(e)
+    if env or (t is not BinOp and t is not USub):
         return _to_aff(e, env)
     hit = _AFF_MEMO.get(id(e))
     if hit is not None and hit[0] is e:
@@ -241,6 +248,10 @@ def to_aff(e: Expr, env: Rename | None = None) -> Aff | None:
 
 
 def _to_aff(e: Expr, env: Rename | None) -> Aff | None:
+    if type(e) is Read and not env:  # the common leaf, without the match below
+        if e.idx or not _is_int_type(e.type):
+            return None
+        return Aff(((Var(e.sym, e.type), 1),), 0)
     match e:
         case Const():
             v = e.value
@@ -610,10 +621,15 @@ def simplify_aff(a: Aff, ranges: Mapping[Sym, Bound] | None = None) -> Aff:
     if not any(isinstance(atom, Div | Mod) for atom, _ in a.terms):
         return a  # only the division and modulo atoms depend on the ranges
     rs = ranges or {}
-    out = Aff.num(a.const)
+    # the sum of the simplified terms, accumulated once (what adding them one by one gives)
+    acc: dict[Atom, int] = {}
+    const = a.const
     for atom, c in a.terms:
-        out = out + _simplify_atom(atom, rs).scale(c)
-    return _fold_divmod(out)
+        part = _simplify_atom(atom, rs)
+        const += part.const * c
+        for b, d in part.terms:
+            acc[b] = acc.get(b, 0) + d * c
+    return _fold_divmod(Aff.of(acc, const))
 
 
 def _fold_divmod(a: Aff) -> Aff:
@@ -666,9 +682,21 @@ def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -
         e: any expression.
         ctx: a path context (or a mapping from symbols to inclusive constant ranges).
     """
-    ranges = _ranges_of(ctx)
+    return _Simplify(_ranges_of(ctx)).expr(e)
 
-    def go(x: Expr) -> Expr:
+
+class _Simplify:
+    """``simplify_expr`` under one set of ranges. A method, not a nested function calling
+    itself: that would be a reference cycle (function and closure cell), left with what
+    it holds to the cyclic garbage collector after every call."""
+
+    __slots__ = ("ranges",)
+
+    def __init__(self, ranges: Mapping[Sym, Bound]) -> None:
+        self.ranges = ranges
+
+    def expr(self, x: Expr) -> Expr:
+        ranges = self.ranges
         match x:
             case BinOp() | USub() if _is_int_type(x.type):
                 a = to_aff(x)
@@ -685,9 +713,7 @@ def simplify_expr(e: Expr, ctx: HasRanges | Mapping[Sym, Bound] | None = None) -
                     return Const(decided, BOOL)
             case _:
                 pass
-        return map_expr_children(x, go)
-
-    return go(e)
+        return map_expr_children(x, self.expr)
 
 
 def _simplify_prop(p: Prop, ranges: Mapping[Sym, Bound]) -> Prop:

@@ -218,46 +218,57 @@ def subst_expr(e: Expr, env: Mapping[Sym, Expr | Sym]) -> Expr:
     A ``Sym -> Expr`` entry replaces control reads ``x`` by the expression; a ``Sym -> Sym``
     entry renames every use (reads, windows, strides).
     """
+    return _Subst(env).expr(e)
 
-    def go(x: Expr) -> Expr:
+
+def subst_stmt(s: Stmt, env: Mapping[Sym, Expr | Sym]) -> Stmt:
+    """``subst_expr`` over a statement and its children; written symbols are renamed too."""
+    return _Subst(env).stmt(s)
+
+
+class _Subst:
+    """``subst_expr`` and ``subst_stmt`` for one ``env``. Methods, not nested recursive
+    functions: a nested function that calls itself is a reference cycle (the function and
+    its closure cell), so it and all it holds wait for the cyclic garbage collector, whose
+    full passes over a long schedule's caches cost milliseconds."""
+
+    __slots__ = ("env",)
+
+    def __init__(self, env: Mapping[Sym, Expr | Sym]) -> None:
+        self.env = env
+
+    def expr(self, x: Expr) -> Expr:
+        env = self.env
         match x:
             case Read() if x.sym in env:
                 target = env[x.sym]
                 if isinstance(target, Sym):
-                    return x.replace(sym=target, idx=tuple(go(i) for i in x.idx))
+                    return x.replace(sym=target, idx=tuple(self.expr(i) for i in x.idx))
                 assert not x.idx, "only index-free reads can be replaced by an expression"
                 return target
             case WindowExpr() | StrideExpr() if x.sym in env:
                 target = env[x.sym]
                 assert isinstance(target, Sym)
-                return with_shape(map_expr_children(x.replace(sym=target), go))
+                return self.with_shape(map_expr_children(x.replace(sym=target), self.expr))
             case _:
-                return with_shape(map_expr_children(x, go))
+                return self.with_shape(map_expr_children(x, self.expr))
 
-    def with_shape(x: Expr) -> Expr:
+    def with_shape(self, x: Expr) -> Expr:
         # A window's (or whole-tensor read's) type holds shape expressions over sizes and
         # loop variables; they must follow the substitution like any other expression.
         match x:
             case WindowExpr():
-                t = map_type(x.type, go)
+                t = map_type(x.type, self.expr)
                 assert isinstance(t, TensorType)
                 return x.replace(type=t)
             case Read() if isinstance(x.type, TensorType):
-                return x.replace(type=map_type(x.type, go))
+                return x.replace(type=map_type(x.type, self.expr))
             case _:
                 return x
 
-    return go(e)
-
-
-def subst_stmt(s: Stmt, env: Mapping[Sym, Expr | Sym]) -> Stmt:
-    """``subst_expr`` over a statement and its children; written symbols are renamed too."""
-
-    def fe(x: Expr) -> Expr:
-        return subst_expr(x, env)
-
-    def fs(x: Stmt) -> Stmt:
-        out = map_stmt_children(x, fs, fe)
+    def stmt(self, x: Stmt) -> Stmt:
+        env = self.env
+        out = map_stmt_children(x, self.stmt, self.expr)
         match out:
             case Assign() | Reduce() | Alloc() | WindowStmt() if out.sym in env:
                 target = env[out.sym]
@@ -269,8 +280,6 @@ def subst_stmt(s: Stmt, env: Mapping[Sym, Expr | Sym]) -> Stmt:
                 return out.replace(iter=target) if isinstance(target, Sym) else out
             case _:
                 return out
-
-    return fs(s)
 
 
 def free_syms_expr(e: Expr) -> set[Sym]:

@@ -8,11 +8,13 @@ from cursched.cursors import Tombstone
 from cursched.cursors.edits import find_survivors
 from cursched.cursors.forwarding import Survivors
 from cursched.cursors.tree import walk
-from cursched.ir.nodes import Alloc, Const, For, Stmt
+from cursched.ir.nodes import Alloc, BinOp, Const, For, Read, Stmt
 from cursched.ir.printer import print_expr, print_stmt
 from cursched.ir.symbols import Sym
-from cursched.ir.types import INT
-from cursched.primitives.loops.loop_common import fresh_copy, unroll_copies
+from cursched.ir.types import INDEX, INT
+from cursched.primitives.loops.copies import shared_copies
+from cursched.primitives.loops.loop_common import Memo, fresh_copy, subst_simplify, unroll_copies
+from cursched.primitives.loops.loop_wrap import fresh
 
 
 @proc
@@ -98,3 +100,53 @@ def test_unroll_kills_cursors_to_shared_expressions() -> None:
     old = {id(x) for _, x in walk(one.ir())}
     body = q.find_loop("i").body()
     assert not any(id(x) in old for s in body.stmts()[:3] for _, x in walk(s))
+
+
+def test_shared_copies_print_as_fresh_copies_and_share_what_reads_no_bound_symbol() -> None:
+    """``shared_copies`` (specialize's branches) prints as ``fresh`` made once per copy, with
+    the fresh symbols in the same order; its copies share the expressions that read no
+    symbol bound in the block (here every one reading only ``i``, the loop's own variable
+    being bound in the block copied), and no statement."""
+    (loop,) = [x for _, x in walk(shared.ir()) if isinstance(x, For) and x.iter.name == "j"]
+    copies = shared_copies((loop,), 3)
+    plain = [fresh((loop,)) for _ in range(3)]
+    for a, b in zip(copies, plain, strict=True):
+        assert [print_stmt(s) for s in a] == [print_stmt(s) for s in b]
+    ids = [[s.id for s in _bound(c)] for c in copies]
+    assert ids == sorted(ids) and all(x == sorted(x) for x in ids)
+    old = {id(x): x for _, x in walk(loop)}
+    new = [x for c in copies for s in c for _, x in walk(s)]
+    kept = [x for x in new if id(x) in old]
+    assert kept and all(not isinstance(x, Stmt) for x in kept)
+    assert {print_expr(x) for x in kept} == {"i", "2.0", "0", "4", "2"}
+    assert find_survivors((loop,), [s for c in copies for s in c]) == Survivors({}, {})
+
+
+@proc
+def indexed(n: size, x: f32[n, 8] @ DRAM, y: f32[8, 4 * n] @ DRAM):
+    for i in seq(0, n):
+        for j in seq(0, 8):
+            x[i, j] = y[j, 4 * i + 1] + y[j, i]
+            x[i, 7 - j] += y[j, (i + 2) / 2] * y[j, i]
+
+
+def test_memo_of_simplified_indices_changes_no_tree() -> None:
+    """The memo of ``subst_simplify`` / ``fresh_copy`` (one simplification per distinct index
+    expression) gives trees equal to those made without it, each distinct simplified index
+    one object, and the copy shares no node with the original."""
+    (loop,) = [x for _, x in walk(indexed.ir()) if isinstance(x, For) and x.iter.name == "i"]
+    io, ii = Sym("io"), Sym("ii")
+    four_io = BinOp("*", Const(4, INT), Read(io, (), INDEX), INDEX)
+    env = {loop.iter: BinOp("+", four_io, Read(ii, (), INDEX), INDEX)}
+    ranges = {ii: (0, 3), io: (0, None)}
+    plain = tuple(subst_simplify(s, env, ranges) for s in loop.body)
+    memo: Memo = {}
+    shared = tuple(subst_simplify(s, env, ranges, memo) for s in loop.body)
+    assert shared == plain and [print_stmt(s) for s in shared] == [print_stmt(s) for s in plain]
+    sums = [x for s in shared for _, x in walk(s) if isinstance(x, BinOp)]
+    reads = [x for x in sums if print_expr(x) == "4 * io + ii"]
+    assert len(reads) == 4 and all(r is reads[0] for r in reads)  # x[i, _], y[_, i], twice
+    copy = fresh_copy(loop.body, env, ranges)
+    assert [print_stmt(s) for s in copy] == [print_stmt(s) for s in plain]
+    old = {id(x) for s in loop.body for _, x in walk(s)}
+    assert not any(id(x) in old for s in copy for _, x in walk(s))

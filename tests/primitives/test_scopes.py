@@ -210,6 +210,26 @@ def test_specialize_golden_forwarding_equivalent(golden) -> None:  # type: ignor
     assert_equivalent(branchy, p, trials=6)
 
 
+def test_specialize_condition_from_the_block_lives_on() -> None:
+    """A condition given as an expression cursor into the block is that old node: it
+    forwards to the new ``if``'s condition (so the copies share nothing then). Given as
+    text it is a new node, and the copies share the block's expressions that read no symbol
+    bound in it (the inner ``m > 4``), which die like the copied ones."""
+    loop = branchy.find_loop("i")
+    cond, one = branchy.find("if m > 4: _").cond(), branchy.find("x[_] = 1.0").rhs()
+    p, c = specialize(branchy, loop, cond)
+    assert p.forward(cond) == c.branches[0].cond()
+    assert isinstance(p.forward(one), Tombstone)
+    assert_equivalent(branchy, p, trials=3)
+    q, d = specialize(branchy, loop, "m > 4")
+    then_if, else_if = d.branches[0].body()[0].body()[0], d.fallback[0].body()[0]
+    assert then_if.cond().node() is else_if.cond().node()
+    assert then_if.node() is not else_if.node()  # statements are never shared
+    for old in (cond, one):
+        assert isinstance(q.forward(old), Tombstone)
+    assert_equivalent(branchy, q, trials=3)
+
+
 def test_specialize_conditions_forms() -> None:
     cond = BinOp(">", kernel.find_loop("i").hi().node(), Const(3, INT), BOOL)
     for conds in ("flag", "n > 3 and flag or n == 1", cond, "2 < n <= 8", "True"):

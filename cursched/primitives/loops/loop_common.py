@@ -16,18 +16,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from operator import is_
 from typing import Any, TypeVar
 
 from cursched.analysis import affine as af
 from cursched.analysis.checks import SafetyError
 from cursched.cursors import Cursor
-from cursched.cursors.tree import _CHILDREN
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     Alloc,
     Assign,
+    BinOp,
     Const,
     Expr,
     For,
@@ -49,11 +49,13 @@ from cursched.ir.traversal import (
     subst_expr,
     walk_stmts,
 )
-from cursched.ir.types import INT, ControlType, TensorType
+from cursched.ir.types import INT, TensorType
 
 # re-exported: the loop, buffer and scope primitives import them from here
 from cursched.primitives.arguments import BadIndexExpressionError as BadIndexExpressionError
 from cursched.primitives.arguments import index_expr as index_expr
+from cursched.primitives.loops.copies import fields_of, is_int, rebuild
+from cursched.primitives.loops.copies import unroll_copies as unroll_copies
 from cursched.primitives.registry import fail
 
 N = TypeVar("N", bound=Node)
@@ -62,11 +64,6 @@ Ranges = Mapping[Sym, af.Bound]
 
 
 # ------------------------------------------------------------------------- substitution
-
-
-def _is_int(e: Expr) -> bool:
-    t = getattr(e, "type", None)
-    return isinstance(t, ControlType) and t.is_integer()
 
 
 def _map_type_of(x: Expr, fe: Callable[[Expr], Expr]) -> Expr:
@@ -78,33 +75,89 @@ def _map_type_of(x: Expr, fe: Callable[[Expr], Expr]) -> Expr:
     return x
 
 
-def subst_expr_simplified(e: Expr, env: Mapping[Sym, Expr], ranges: Ranges) -> Expr:
+# A memo of ``_simplified``: integer expression -> its substituted, simplified form, for
+# one substitution (one env, one set of ranges). Keyed by structure, not identity: a body
+# reads the substituted variable in many nodes that are equal (every ``i`` of
+# ``x[i, j] = y[j, i]``), and each simplification costs tens of microseconds.
+Memo = dict[Expr, Expr]
+
+
+def _simplified(x: Expr, env: Mapping[Sym, Expr], ranges: Ranges, memo: Memo | None) -> Expr:
+    if memo is None:
+        return af.simplify_expr(subst_expr(x, env), ranges)
+    out = memo.get(x)
+    if out is None:
+        out = memo[x] = af.simplify_expr(subst_expr(x, env), ranges)
+    return out
+
+
+def subst_expr_simplified(
+    e: Expr, env: Mapping[Sym, Expr], ranges: Ranges, memo: Memo | None = None
+) -> Expr:
     """``e`` with the reads of ``env``'s symbols replaced; each maximal integer control
     expression that changed is simplified (``(4 * io + ii) / 4`` -> ``io`` given ``ii < 4``).
     Shapes inside window types are rewritten too.
+
+    ``memo`` (for one ``env`` and ``ranges``): simplified forms by expression, shared by the
+    calls of one rewrite; equal expressions then get one node object, which the IR allows.
     """
-    keys = set(env)
-
-    def go(x: Expr) -> Expr:
-        if _is_int(x) and af.to_aff(x) is not None:
-            if free_syms_expr(x) & keys:
-                return af.simplify_expr(subst_expr(x, env), ranges)
-            return x
-        return _map_type_of(map_expr_children(x, go), go)
-
-    return go(e)
+    return _SubstSimplify(env, ranges, memo).expr(e)
 
 
-def subst_simplify(s: Stmt, env: Mapping[Sym, Expr], ranges: Ranges) -> Stmt:
+def subst_simplify(
+    s: Stmt, env: Mapping[Sym, Expr], ranges: Ranges, memo: Memo | None = None
+) -> Stmt:
     """``subst_expr_simplified`` over a statement and everything nested in it."""
+    return _SubstSimplify(env, ranges, memo).stmt(s)
 
-    def fe(x: Expr) -> Expr:
-        return subst_expr_simplified(x, env, ranges)
 
-    def fs(x: Stmt) -> Stmt:
-        return map_stmt_children(x, fs, fe)
+class _SubstSimplify:
+    """``subst_simplify`` for one ``env``, ``ranges`` and ``memo``; methods rather than
+    nested functions calling themselves, which are reference cycles (function and closure
+    cell) that keep what they hold for the cyclic garbage collector."""
 
-    return fs(s)
+    __slots__ = ("env", "keys", "memo", "ranges")
+
+    def __init__(self, env: Mapping[Sym, Expr], ranges: Ranges, memo: Memo | None) -> None:
+        self.env, self.keys, self.ranges, self.memo = env, set(env), ranges, memo
+
+    def simplified(self, x: Expr) -> Expr:
+        return _simplified(x, self.env, self.ranges, self.memo)
+
+    def expr(self, x: Expr) -> Expr:
+        if is_int(x):
+            if type(x) is Read and not x.idx:  # a control variable: most indices
+                return self.simplified(x) if x.sym in self.keys else x
+            if af.to_aff(x) is not None:
+                return self.simplified(x) if free_syms_expr(x) & self.keys else x
+        # data reads and operations, the rest of most bodies, rebuilt directly (what
+        # ``map_expr_children`` does, the same object when no child changed)
+        if type(x) is Read and not isinstance(x.type, TensorType):
+            idx = tuple([self.expr(i) for i in x.idx])
+            if all(map(is_, idx, x.idx)):
+                return x
+            return Read(x.sym, idx, x.type, srcinfo=x.srcinfo)
+        if type(x) is BinOp:
+            a, b = self.expr(x.lhs), self.expr(x.rhs)
+            if a is x.lhs and b is x.rhs:
+                return x
+            return BinOp(x.op, a, b, x.type, srcinfo=x.srcinfo)
+        return _map_type_of(map_expr_children(x, self.expr), self.expr)
+
+    def stmt(self, x: Stmt) -> Stmt:
+        # assignments and loops, most of a body, rebuilt directly (as ``expr`` does)
+        if type(x) is Assign or type(x) is Reduce:
+            idx, rhs = tuple([self.expr(i) for i in x.idx]), self.expr(x.rhs)
+            if rhs is x.rhs and all(map(is_, idx, x.idx)):
+                return x
+            return type(x)(x.sym, idx, rhs, srcinfo=x.srcinfo)
+        if type(x) is For:
+            lo, hi = self.expr(x.lo), self.expr(x.hi)
+            body = tuple([self.stmt(s) for s in x.body])
+            if lo is x.lo and hi is x.hi and all(map(is_, body, x.body)):
+                return x
+            return For(x.iter, lo, hi, body, x.mode, x.axis, srcinfo=x.srcinfo)
+        return map_stmt_children(x, self.stmt, self.expr)
 
 
 def rename_expr(e: Expr, env: Mapping[Sym, Sym]) -> Expr:
@@ -138,72 +191,59 @@ def rename_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
     return fs(s)
 
 
-# The init fields of each node class, for ``_force_new``.
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 def _force_new(node: N) -> N:
     # always a new object, unlike Node.replace (dataclasses.replace without its reflection)
     cls = type(node)
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(node) if f.init)
-    return cls(**{n: getattr(node, n) for n in names})
+    return cls(**{n: getattr(node, n) for n in fields_of(cls)})
 
 
-def _fresh_expr(
-    e: Expr,
-    env: Mapping[Sym, Sym],
-    subst: Mapping[Sym, Expr] | None = None,
-    ranges: Ranges | None = None,
-) -> Expr:
-    """``rename_expr`` whose result shares no node with ``e``: every node (window
-    coordinates included) is built anew from its fields, children copied, shapes inside
-    tensor types copied, symbols renamed. Built directly rather than through
-    ``map_expr_children``, whose ``Node.replace`` compares every child first.
+class _Fresh:
+    """One ``fresh_copy`` being made: ``rename_stmt`` / ``rename_expr`` whose result shares
+    no node with its input (every node, window coordinates included, built anew from its
+    fields, shapes inside tensor types copied, symbols renamed by ``env``), in one pass,
+    built directly rather than through ``map_expr_children``, whose ``Node.replace``
+    compares every child first.
 
-    With ``subst``, the copy of ``subst_expr_simplified(e, subst, ranges)`` in the same
-    single pass (the substitution sees the old symbols, then the result is renamed).
+    With ``subst``, the copy of ``subst_simplify(s, subst, ranges)`` in the same pass (the
+    substitution sees the old symbols, then the result is renamed). ``memo`` holds the
+    copies of the simplified forms by expression: the equal index expressions of a body
+    (every ``i`` of ``x[i, j] = y[j, i]``) are simplified and copied once, and get one new
+    node object, as the IR allows.
     """
-    keys = set(subst) if subst else set()
-    rng: Ranges = ranges or {}
 
-    def go(x: Any) -> Any:
-        if keys and _is_int(x) and af.to_aff(x) is not None:
+    def __init__(self, env: Mapping[Sym, Sym], subst: Mapping[Sym, Expr], ranges: Ranges) -> None:
+        self.env = env
+        self.subst = subst
+        self.keys = frozenset(subst)
+        self.ranges = ranges
+        self.memo: Memo = {}
+
+    def expr(self, x: Any) -> Any:
+        keys = self.keys
+        if keys and is_int(x):
             # as subst_expr_simplified: a maximal integer affine expression is simplified
             # when it mentions a substituted symbol, copied as it is otherwise
-            if free_syms_expr(x) & keys:
-                assert subst is not None
-                x = af.simplify_expr(subst_expr(x, subst), rng)
-            return copy(x)
+            if type(x) is Read and not x.idx:  # a control variable: most indices
+                return self.copied(x) if x.sym in keys else self.copy(x)
+            if af.to_aff(x) is not None:
+                return self.copied(x) if free_syms_expr(x) & keys else self.copy(x)
+        return rebuild(x, self.expr, self.env)
 
-        return copy(x, go)
+    def copy(self, x: Any) -> Any:
+        return rebuild(x, self.copy, self.env)
 
-    def copy(x: Any, sub: Callable[[Any], Any] | None = None) -> Any:
-        return _rebuild(x, sub or copy, env)
+    def copied(self, x: Expr) -> Expr:
+        out = self.memo.get(x)
+        if out is None:
+            out = self.memo[x] = self.copy(af.simplify_expr(subst_expr(x, self.subst), self.ranges))
+        return out
 
-    out: Expr = go(e) if keys else copy(e)
-    return out
-
-
-def _fresh_stmt(
-    s: Stmt,
-    env: Mapping[Sym, Sym],
-    subst: Mapping[Sym, Expr] | None = None,
-    ranges: Ranges | None = None,
-) -> Stmt:
-    """``rename_stmt`` whose result shares no node with ``s`` (one pass instead of two);
-    with ``subst``, of ``subst_simplify(s, subst, ranges)`` (in the same pass, not a
-    substituted tree first and then its copy)."""
-
-    def fe(x: Expr) -> Expr:
-        return _fresh_expr(x, env, subst, ranges)
-
-    def fs(x: Stmt) -> Stmt:
-        out = _rename_binder(map_stmt_children(x, fs, fe), env)
-        return _force_new(out) if out is x else out
-
-    return fs(s)
+    def stmt(self, s: Stmt) -> Stmt:
+        if type(s) is Assign or type(s) is Reduce:  # the bulk: no type, no block
+            new: Stmt = rebuild(s, self.expr, self.env)
+            return new
+        out = _rename_binder(map_stmt_children(s, self.stmt, self.expr), self.env)
+        return _force_new(out) if out is s else out
 
 
 def fresh_copy(
@@ -227,11 +267,8 @@ def fresh_copy(
             rename[sym] = sym.copy()
     exprs = {k: v for k, v in (env or {}).items() if not isinstance(v, Sym)}
     syms = {k: v for k, v in (env or {}).items() if isinstance(v, Sym)}
-    out: list[Stmt] = []
-    names = {**rename, **syms}
-    for s in stmts:
-        out.append(_fresh_stmt(s, names, exprs, ranges))
-    return tuple(out)
+    fresh = _Fresh({**rename, **syms}, exprs, ranges or {})
+    return tuple(fresh.stmt(s) for s in stmts)
 
 
 def same_pairs(old: Sequence[Stmt], new: Sequence[Stmt]) -> list[tuple[Stmt, Stmt]]:
@@ -269,74 +306,6 @@ def safety(cls: type[SchedulingError], primitive: str, e: SafetyError, where: Cu
     return err
 
 
-def _mentions(keys: frozenset[Sym], memo: dict[int, tuple[Any, bool]]) -> Callable[[Any], bool]:
-    """Whether an expression reads one of ``keys`` or has a tensor type (whose shape may;
-    such nodes are always copied), memoised by node (bottom-up, each node once)."""
-
-    def go(x: Any) -> bool:
-        hit = memo.get(id(x))
-        if hit is not None and hit[0] is x:
-            return hit[1]
-        sym = getattr(x, "sym", None)
-        out = (sym is not None and sym in keys) or isinstance(getattr(x, "type", None), TensorType)
-        for attr, many in _CHILDREN[type(x)]:
-            v = getattr(x, attr)
-            # no short cut: every child gets its entry, asked again by the copies
-            hits = [go(c) for c in v] if many else [go(v)]
-            out = out or any(hits)
-        memo[id(x)] = (x, out)  # the node kept alive: a dead node's id may be reused
-        return out
-
-    return go
-
-
-def unroll_copies(
-    body: Sequence[Stmt], var: Sym, values: Sequence[int], ranges: Ranges | None = None
-) -> list[tuple[Stmt, ...]]:
-    """One copy of ``body`` per value of ``var`` (``var`` replaced by the value, integer
-    affine expressions that read it simplified, each symbol bound inside renamed to a fresh
-    one per copy), as ``fresh_copy(body, {var: value}, ranges)`` makes it, except that the
-    expressions reading neither ``var`` nor a symbol bound in ``body`` are shared with
-    ``body`` instead of copied (every statement is still a new object).
-
-    Only for two copies or more: a node shared by the copies occurs more than once in the
-    new region, so the editor's identity forwarding kills it as it kills a copied one (a
-    single copy would let a shared expression forward to it).
-    """
-    assert len(values) >= 2, "a single copy would forward the shared expressions"
-    bound: set[Sym] = set()
-    for s in body:
-        bound |= defined_syms(s)
-    order = sorted(bound, key=lambda x: x.id)  # binding order, as fresh_copy makes them
-    mentions = _mentions(frozenset((*bound, var)), {})
-    rng: Ranges = ranges or {}
-    out: list[tuple[Stmt, ...]] = []
-    for value in values:
-        env: dict[Sym, Sym] = {x: x.copy() for x in order}
-        subst: dict[Sym, Expr] = {var: Const(value, INT)}
-
-        def copy(x: Any, env: dict[Sym, Sym] = env) -> Any:
-            if not mentions(x):
-                return x
-            return _rebuild(x, copy, env)
-
-        def fe(x: Any, env: dict[Sym, Sym] = env, subst: dict[Sym, Expr] = subst) -> Any:
-            if not mentions(x):
-                return x
-            if type(x) is Read and x.sym is var:  # what the substitution and simplify make
-                return subst[var]
-            if _is_int(x) and af.to_aff(x) is not None:
-                # as subst_expr_simplified: a maximal integer affine expression reading the
-                # variable is simplified, one that does not is copied as it is
-                if var in free_syms_expr(x):
-                    x = af.simplify_expr(subst_expr(x, subst), rng)
-                return copy(x)
-            return _rebuild(x, fe, env)
-
-        out.append(tuple(_new_stmt(s, fe, env) for s in body))
-    return out
-
-
 def _rename_binder(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
     """``s`` with the symbol it binds (a written buffer, an allocation, a window, a loop
     variable) renamed by ``env``."""
@@ -347,36 +316,3 @@ def _rename_binder(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
             return s.replace(iter=env[s.iter])
         case _:
             return s
-
-
-def _rebuild(x: Any, f: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Any:
-    """A new ``x`` with ``f`` applied to its children (and to a tensor type's shape), its
-    symbol renamed by ``env``."""
-    cls = type(x)
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(fld.name for fld in dataclasses.fields(x) if fld.init)
-    kw = {n: getattr(x, n) for n in names}
-    for attr, many in _CHILDREN[cls]:
-        kw[attr] = tuple(f(c) for c in kw[attr]) if many else f(kw[attr])
-    t = kw.get("type")
-    if isinstance(t, TensorType):
-        kw["type"] = map_type(t, f)
-    sym = kw.get("sym")
-    if sym is not None and sym in env:
-        kw["sym"] = env[sym]
-    return cls(**kw)
-
-
-def _new_stmt(s: Stmt, fe: Callable[[Any], Any], env: Mapping[Sym, Sym]) -> Stmt:
-    """``s`` rebuilt as a new object, its expressions through ``fe``, its bound symbols
-    renamed by ``env``."""
-
-    def fs(x: Stmt) -> Stmt:
-        if type(x) is Assign or type(x) is Reduce:  # the bulk: no type, no block
-            new: Stmt = _rebuild(x, fe, env)
-            return new
-        out = _rename_binder(map_stmt_children(x, fs, fe), env)
-        return _force_new(out) if out is x else out
-
-    return fs(s)

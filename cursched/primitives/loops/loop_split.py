@@ -25,6 +25,7 @@ from cursched.ir.symbols import Sym
 from cursched.ir.types import BOOL
 from cursched.primitives.arguments import NewName
 from cursched.primitives.loops.loop_common import (
+    Memo,
     aff,
     expr_of,
     fresh_copy,
@@ -208,7 +209,11 @@ def _check_trip_count(ir: ProcDef, loop: ForCursor, q: int, tail: Tail) -> bool:
     loop has ``lo <= hi``. Returns whether the factor provably divides the trip count."""
     L, path = loop.loop(), loop.path()
     ext = aff(L.hi) - aff(L.lo)
-    rem = af.simplify_aff(af.mod(ext, q))
+    rem = af.mod(ext, q)
+    if not rem.is_const() and _has_divmod(ext):
+        # only a division or a modulo inside ``ext`` can simplify away (with no ranges,
+        # ``n % 4`` of a plain size stays as it is)
+        rem = af.simplify_aff(rem)
     exact = rem.is_const() and rem.const == 0
     if tail == "perfect" and not exact:
         try:
@@ -216,12 +221,23 @@ def _check_trip_count(ir: ProcDef, loop: ForCursor, q: int, tail: Tail) -> bool:
         except NotDivisibleError as e:
             raise safety(SplitNotPerfectError, NAME, e, loop) from e
         exact = True
-    if tail in ("cut", "cut_and_guard") and not exact:
+    if tail in ("cut", "cut_and_guard") and not exact and not _nonneg(ext):
         try:
             check_le(ir, path, L.lo, L.hi, primitive=NAME)
         except NotBoundedError as e:
             raise safety(SplitTripCountError, NAME, e, loop) from e
     return exact
+
+
+def _has_divmod(a: af.Aff) -> bool:
+    return any(isinstance(x, af.Div | af.Mod) for x in a.atoms())
+
+
+def _nonneg(ext: af.Aff) -> bool:
+    """``ext >= 0`` from constant bounds alone (sizes are at least 1, constants are what
+    they are): ``hi - lo`` of ``seq(0, n)`` needs no look at the context (``check_le``)."""
+    lo, _ = af.aff_range(ext, {})
+    return lo is not None and lo >= 0
 
 
 # ------------------------------------------------------------------------------- rewrite
@@ -248,14 +264,16 @@ def _rewrite(
     ranges[io] = (0, None if ext_hi is None else max(ext_hi // q, 0))
     idx = lo + af.Aff.var(io).scale(q) + af.Aff.var(ii)
     env = {L.iter: expr_of(idx)}
-    body = tuple(subst_simplify(s, env, ranges) for s in L.body)
+    memo: Memo = {}  # one simplification per distinct index expression of the body
+    body = tuple(subst_simplify(s, env, ranges, memo) for s in L.body)
     guarded = tail == "guard" and not exact
+    whole = af.div(ext, q)  # the full rounds of ``q``
     if guarded:
         cond = BinOp("<", expr_of(idx), L.hi, BOOL)
         outer_hi = af.div(ext + (q - 1), q)
         inner_body: tuple[Stmt, ...] = (If(cond, body, ()),)
     else:
-        outer_hi = af.div(ext, q)
+        outer_hi = whole
         inner_body = body
     inner = For(ii, int_const(0), int_const(q), inner_body, L.mode)
     outer = For(io, int_const(0), expr_of(outer_hi), (inner,), L.mode)
@@ -263,7 +281,7 @@ def _rewrite(
     if tail in ("cut", "cut_and_guard") and not exact:
         ti = Sym(iname)
         n_tail = af.mod(ext, q)
-        base = lo + af.div(ext, q).scale(q)
+        base = lo + whole.scale(q)
         tranges = {**ranges, ti: (0, q - 2)}
         tbody = fresh_copy(L.body, {L.iter: expr_of(base + af.Aff.var(ti))}, tranges)
         tail_loop = For(ti, int_const(0), expr_of(n_tail), tbody, L.mode)

@@ -21,7 +21,7 @@ from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc, 
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import IfCursor, StmtCursor
-from cursched.cursors.tree import stmt_list
+from cursched.cursors.tree import _CHILDREN, stmt_list
 from cursched.errors import (
     BadArgumentError,
     DependenceError,
@@ -31,9 +31,10 @@ from cursched.errors import (
 )
 from cursched.ir.nodes import Expr, For, If, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
-from cursched.ir.traversal import free_syms_expr, subst_stmt
+from cursched.ir.traversal import free_syms_expr, subst_stmt, walk_expr
 from cursched.primitives.arguments import Condition
 from cursched.primitives.arguments import condition_expr as _condition_expr
+from cursched.primitives.loops.copies import shared_copies
 from cursched.primitives.loops.loop_common import safety, same_pairs
 from cursched.primitives.loops.loop_wrap import escaping_names, fresh
 from cursched.primitives.registry import PrimCursors, checks_passed, fail, prim_cursors, primitive
@@ -243,6 +244,27 @@ def condition_expr(ir: ProcDef, path: Path, value: Any, primitive: str, where: C
     return _condition_expr(ir, path, value, primitive, where, SpecializeBadConditionError)
 
 
+def _fresh_conditions(conds: list[Expr], stmts: tuple[Stmt, ...]) -> bool:
+    """Whether no condition shares a node with the block: then nothing of the block lives
+    on in the ``if`` (its copies are fresh or shared by every copy), so the editor's search
+    for survivors is skipped. A condition given as an expression cursor into the block is
+    the old node, which that search forwards to its place in the ``if``. The block is
+    walked as that search walks it (``cursors.tree._CHILDREN``)."""
+    ids = {id(x) for c in conds for x in walk_expr(c)}
+    stack: list[Any] = list(stmts)
+    while stack:
+        x = stack.pop()
+        if id(x) in ids:
+            return False
+        for attr, many in _CHILDREN[type(x)]:
+            v = getattr(x, attr)
+            if many:
+                stack.extend(v)
+            else:
+                stack.append(v)
+    return True
+
+
 @primitive
 def specialize(
     proc: Proc,
@@ -271,8 +293,11 @@ def specialize(
         Each copy is the same code, so the rewrite never changes behaviour.
 
     Forwards/Kills:
-        Kills the block's statements (hint: "specialized; use .branches[k].body() or
-        .fallback"): every copy is fresh.
+        Kills the block's statements and expressions (hint: "specialized; use
+        .branches[k].body() or .fallback"): every copy holds new statements (sharing the
+        block's expressions that read no symbol bound in it, which then occur in every
+        copy), so no old cursor silently picks one branch. A condition given as an
+        expression cursor into the block forwards to its ``if``'s condition.
 
     Example:
         ``specialize(p, "for i in _: _", "n == 4")``::
@@ -294,12 +319,26 @@ def specialize(
         names = ", ".join(sorted(s.name for s in hidden))
         raise fail(SpecializeScopeError, name, f"the block declares {names}, used after it", block)
     stmts = block.stmts()
-    node = If(exprs[-1], fresh(stmts), fresh(stmts))
-    for e in reversed(exprs[:-1]):
-        node = If(e, fresh(stmts), (node,))
+    # the copies share the expressions that read no symbol bound in the block; each occurs
+    # in every copy, so forwarding kills it as it kills a copied node (``shared_copies``),
+    # unless a condition is a node of the block: it lives on as its ``if``'s condition, so
+    # the copies share nothing then. Made in the order of the branches' old one-by-one
+    # copies (the last condition's, the fallback, then the others from the last): the
+    # fresh symbols' ids keep their order
+    fresh_conds = _fresh_conditions(exprs, stmts)
+    n = len(exprs) + 1
+    copies = shared_copies(stmts, n) if fresh_conds else [fresh(stmts) for _ in range(n)]
+    node = If(exprs[-1], copies[0], copies[1])
+    for e, copy in zip(reversed(exprs[:-1]), copies[2:], strict=True):
+        node = If(e, copy, (node,))
     checks_passed()
     ed = Editor(ir)
-    out = ed.replace(loc, (node,), hint="specialized; use .branches[k].body() or .fallback")
+    out = ed.replace(
+        loc,
+        (node,),
+        hint="specialized; use .branches[k].body() or .fallback",
+        kill_all=fresh_conds,
+    )
     p = out.stmt_paths()[0]
     branches = []
     for _ in exprs:
