@@ -35,7 +35,8 @@ the soundness fuzzer runs both and compares them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import is_
+from itertools import compress, count
+from operator import is_, is_not
 
 from cursched.errors import IRVerificationError
 from cursched.ir.nodes import Alloc, For, If, ProcDef, Scope, Stmt, WindowStmt
@@ -49,14 +50,14 @@ _Binds = dict[Sym, _Var]
 _BINDERS = frozenset((Alloc, WindowStmt))  # the statements that bind a symbol in their block
 
 
-def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> int:
-    """How many statements at the start of ``new`` are those of ``old`` (by identity),
-    counted at C speed."""
-    same = list(map(is_, new, old))  # as long as the shorter one
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> tuple[int, int]:
+    """How many statements at the start of ``new`` are those of ``old`` (by identity), and
+    how many at the end of the rest, counted at C speed: each scan stops at the first
+    difference and copies nothing (a block of a big proc is long, its change short)."""
+    m = min(len(new), len(old))
+    a = next(compress(count(), map(is_not, new, old)), m)
+    b = next(compress(count(), map(is_not, reversed(new), reversed(old))), m)
+    return a, min(b, m - a)
 
 
 class _StepVerifier(_Verifier):
@@ -130,14 +131,14 @@ class _StepVerifier(_Verifier):
         if body is old:
             return
         n, o = len(body), len(old)
-        a = _shared(body, old)
-        b = _shared(body[a:][::-1], old[a:][::-1])
+        a, b = _shared(body, old)
         bound: list[Sym] = []
-        self.take_all(body[:a], bound)
+        if a:
+            self.take_all(body[:a], bound)
         same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
-        if same:
-            self.take_all(body[n - b :], bound)
-        else:
+        # where the bindings after the middle are ``old``'s, the shared suffix holds; its own
+        # bindings are not taken: no statement of this block after it is checked
+        if not same:
             for k in range(n - b, n):
                 self.stmt(body[k], (*path, (attr, k)), bound)
         for sym in bound:
@@ -205,6 +206,11 @@ class _StepVerifier(_Verifier):
         return False
 
 
+def _same_nodes(new: ProcDef, old: ProcDef) -> bool:
+    """Whether ``new`` holds the very parameters, asserts and body of ``old``."""
+    return new.body is old.body and new.args is old.args and new.preds is old.preds
+
+
 def verify_step(new: ProcDef, old: ProcDef | None) -> None:
     """Verify ``new``, a version made from ``old``: incrementally where ``old`` is known
     valid (see the module docstring), else the whole proc (``verify_proc``).
@@ -214,6 +220,9 @@ def verify_step(new: ProcDef, old: ProcDef | None) -> None:
             ``verify_proc(new)`` would.
     """
     if known_valid(new):
+        return
+    if old is not None and _same_nodes(new, old) and known_valid(old):
+        remember_valid(new)  # a new name or instruction template: no invariant reads them
         return
     v = _StepVerifier(new, set())
     if old is not None and known_valid(old):

@@ -278,6 +278,8 @@ def coerce(proc: Proc, value: Any, want: tuple[type, ...], arg: str, prim: str) 
     """``value`` as a cursor of one of the kinds ``want`` on ``proc`` (see the module doc)."""
     if value is None:
         return None
+    if isinstance(value, want) and value.proc() is proc and not isinstance(value, InvalidCursor):
+        return value  # already a cursor of this version: nothing to find or forward
     if isinstance(value, Tombstone):
         value.raise_stale(arg, prim)
     if isinstance(value, str):
@@ -425,43 +427,80 @@ class _Primitive:
         self.first_cursor = next(iter(self.plans), None)
         for p, spec in self.specs.items():
             assert spec.at is None or spec.at in self.plans, f"{self.name}: {p} at {spec.at!r}"
+        # Every primitive's parameters are plain positional-or-keyword ones: binding them by
+        # name is then a zip and a default fill (``Signature.bind`` cost more than the whole
+        # rewrite of a small primitive); any other signature binds through ``inspect``.
+        plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ps = list(self.sig.parameters.values())
+        self.simple = all(p.kind is plain for p in ps)
+        self.defaults = {p.name: p.default for p in ps[1:] if p.default is not p.empty}
+        self.param_set = frozenset(self.params)
 
-    def resolve(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any], Any]:
-        """The bound arguments as the rewrite takes them, as passed, and as recorded."""
-        name = self.name
-        if not isinstance(proc, Proc):
-            raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
+    def bind(self, proc: Proc, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The arguments after the proc as passed (by parameter name) and with the defaults
+        filled in, both in the signature's order. Raises ``CursorError`` for a call that does
+        not fit the signature (its message is ``inspect``'s)."""
+        if self.simple and len(args) <= len(self.params) and self.param_set.issuperset(kwargs):
+            passed = dict(zip(self.params, args, strict=False))
+            if not kwargs or passed.keys().isdisjoint(kwargs):
+                passed.update(kwargs)
+                if len(passed) == len(self.params):
+                    full = passed if not kwargs else {p: passed[p] for p in self.params}
+                    return full, full
+                if all(p in passed or p in self.defaults for p in self.params):
+                    full = {p: passed[p] if p in passed else self.defaults[p] for p in self.params}
+                    return {p: passed[p] for p in self.params if p in passed}, full
         try:
             bound = self.sig.bind(proc, *args, **kwargs)
         except TypeError as e:
-            raise CursorError(f"{name}: {e}") from None
+            raise CursorError(f"{self.name}: {e}") from None
         passed = dict(bound.arguments)
         bound.apply_defaults()
+        full = dict(bound.arguments)
+        del passed[next(iter(self.sig.parameters))], full[next(iter(self.sig.parameters))]
+        return passed, full
+
+    def resolve(
+        self, proc: Proc, args: Any, kwargs: Any
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The arguments after the proc by name: as the rewrite takes them, as passed, and
+        as recorded."""
+        name = self.name
+        if not isinstance(proc, Proc):
+            raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
+        passed, full = self.bind(proc, args, kwargs)
+        arguments = dict(full)
         for p, (how, want) in self.plans.items():
-            v = bound.arguments[p]
+            v = arguments[p]
             if how == "one":
-                bound.arguments[p] = coerce(proc, v, want, p, name)
+                arguments[p] = coerce(proc, v, want, p, name)
             else:
                 items = [v] if isinstance(v, str | Cursor) else list(v)
-                bound.arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
+                arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
         # what history() records: cursors forwarded, other arguments as the user wrote them
-        inputs = dict(bound.arguments)
+        inputs = dict(arguments) if self.specs else arguments
         for p, spec in self.specs.items():
             at = spec.at or self.first_cursor
-            where = bound.arguments[at] if at else None
+            where = arguments[at] if at else None
             others: tuple[Cursor, ...] = ()
             if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
                 where, others = (where[0], where[1:]) if where else (None, ())
-            value = bound.arguments[p]
-            bound.arguments[p] = spec.resolve(proc.ir(), value, where, name, others)
-        return bound, passed, inputs
+            value = arguments[p]
+            arguments[p] = spec.resolve(proc.ir(), value, where, name, others)
+        return arguments, passed, inputs
+
+    def call(self, proc: Proc, arguments: dict[str, Any]) -> Rewrite[Any]:
+        """The rewrite on the resolved arguments."""
+        if self.simple:
+            return self.fn(proc, *arguments.values())
+        return self.fn(proc, **arguments)
 
     def check(self, proc: Proc, args: Any, kwargs: Any) -> Verdict:
         """Check-only mode: the verdict of the call (see ``checks_passed``)."""
         token = _CHECK_ONLY.set(True)
         try:
-            bound, _, _ = self.resolve(proc, args, kwargs)  # the argument layer's checks too
-            self.fn(*bound.args, **bound.kwargs)
+            arguments, _, _ = self.resolve(proc, args, kwargs)  # the argument layer's checks
+            self.call(proc, arguments)
         except _ChecksPassed:
             return Verdict(self.name, None, built=False)
         except SchedulingError as e:
@@ -476,12 +515,15 @@ class _Primitive:
         """The call: the rewrite, the new ``Proc`` with its step record, verified, and the
         returned cursors bound to it."""
         name, params = self.name, self.params
-        bound, passed, inputs = self.resolve(proc, args, kwargs)
-        token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
-        try:
-            rw = self.fn(*bound.args, **bound.kwargs)
-        finally:
-            _CHECK_ONLY.reset(token)
+        arguments, passed, inputs = self.resolve(proc, args, kwargs)
+        if _CHECK_ONLY.get():
+            token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
+            try:
+                rw = self.call(proc, arguments)
+            finally:
+                _CHECK_ONLY.reset(token)
+        else:
+            rw = self.call(proc, arguments)
         n_pos = len(args)
         record = StepRecord(
             primitive=name,
