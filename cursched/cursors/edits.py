@@ -1,7 +1,8 @@
 """Edit operations: the only way a primitive changes the IR.
 
 ``replace``, ``wrap``, ``move``, ``delete`` and ``insert`` (plus ``replace_node`` for one
-expression, parameter or statement in place) each take a ``ProcDef`` and return the new one
+expression, parameter or statement in place, and ``retag`` for a node whose plain fields
+change under the same children) each take a ``ProcDef`` and return the new one
 with the operation's forwarding map (``cursched.cursors.forwarding``). An ``Editor`` applies
 them in turn (and ``set_proc`` for the proc's own name) and composes the maps into the step's.
 
@@ -21,6 +22,7 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from cursched.cursors.forwarding import (
     IDENTITY,
+    NO_SURVIVORS,
     Dead,
     MoveMap,
     NodeMap,
@@ -107,6 +109,8 @@ def find_survivors(
         same: ``id(old node) -> new node`` for nodes the primitive rebuilt but that keep
             their identity.
     """
+    if not old or not new:
+        return NO_SURVIVORS  # an insertion kills nothing; a deletion keeps nothing
     where, loops = _index_new(new)
     old_count = _count_old(old)
     subtrees: dict[RelPath, RelPath] = {}
@@ -194,9 +198,7 @@ def replace(
     assert 0 <= block.lo <= block.hi <= len(old), "block out of range"
     new = tuple(new)
     survivors = (
-        Survivors({}, {})
-        if kill_all
-        else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
+        NO_SURVIVORS if kill_all else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
     )
     lst = (*old[: block.lo], *new, *old[block.hi :])
     out = update_at(ir, block.parent, lambda n: n.replace(**{block.attr: lst}))
@@ -215,6 +217,18 @@ def replace_node(
     path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
     survivors = find_survivors((get_at(ir, path),), (new,), _same_ids(same))
     return update_at(ir, path, lambda _: new), NodeMap(path, survivors, hint)
+
+
+def retag(ir: ProcDef, loc: NodeLoc | ArgLoc, new: Node) -> tuple[ProcDef, PathMap]:
+    """Replace one node by ``new``, the same node with other plain fields (a loop's mode, an
+    allocation's memory): it holds the very children of the old one, so every location
+    forwards to itself and no search for survivors is needed."""
+    path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
+    old = get_at(ir, path)
+    assert type(old) is type(new) and all(
+        getattr(old, attr) is getattr(new, attr) for attr, _ in _CHILDREN.get(type(old), ())
+    ), "retag keeps the node's children"
+    return update_at(ir, path, lambda _: new), IDENTITY
 
 
 def insert(ir: ProcDef, gap: GapPos, stmts: Sequence[Stmt]) -> tuple[ProcDef, SpliceMap]:
@@ -326,6 +340,10 @@ class Editor:
         ir, m = replace_node(self.ir, loc, new, same=same, hint=hint)
         self._apply((ir, m))
         return NodeLoc(m.path)
+
+    def retag(self, loc: NodeLoc | ArgLoc, new: Node) -> None:
+        """``retag``: the node at ``loc`` (same place, same identity) becomes ``new``."""
+        self._apply(retag(self.ir, loc, new))
 
     def insert(self, gap: GapPos, stmts: Sequence[Stmt]) -> BlockLoc:
         """``insert``; returns the block of the new statements."""

@@ -23,7 +23,6 @@ from cursched.ir.nodes import (
     For,
     If,
     Interval,
-    Node,
     Pass,
     Point,
     ProcDef,
@@ -103,10 +102,33 @@ def walk_stmts(
             yield from walk_stmts(s.orelse, path, "orelse")
 
 
+# (node class, field) -> a function building a copy of a node with that one field changed:
+# ``update_at`` rebuilds every node on the path of an edit, and ``Node.replace``'s keyword
+# dict and change test cost twice the constructor itself (the caller knows the field changed).
+_REBUILD: dict[tuple[type, str], Callable[[Any, Any], Any]] = {}
+
+
+def _rebuilder(cls: type, attr: str) -> Callable[[Any, Any], Any]:
+    """The constructor call of ``cls`` taking every field from the node but ``attr``."""
+    parts = []
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        value = "v" if f.name == attr else f"n.{f.name}"
+        parts.append(f"{f.name}={value}" if f.kw_only else value)
+    # the generated call is a plain constructor call: the same code ``dataclasses`` writes
+    fn: Callable[[Any, Any], Any] = eval(f"lambda n, v: cls({', '.join(parts)})", {"cls": cls})
+    _REBUILD[cls, attr] = fn
+    return fn
+
+
 def _with(node: Any, attr: str, value: Any) -> Any:
-    if isinstance(node, Node):
-        return node.replace(**{attr: value})
-    return dataclasses.replace(node, **{attr: value})
+    if value is getattr(node, attr):
+        return node
+    fn = _REBUILD.get((type(node), attr))
+    if fn is None:
+        fn = _rebuilder(type(node), attr)
+    return fn(node, value)
 
 
 def update_at(root: Any, path: Path, fn: Callable[[Any], Any]) -> Any:
@@ -117,7 +139,10 @@ def update_at(root: Any, path: Path, fn: Callable[[Any], Any]) -> Any:
     child = getattr(root, attr)
     if index == -1:
         return _with(root, attr, update_at(child, path[1:], fn))
-    new = update_at(child[index], path[1:], fn)
+    old = child[index]
+    new = update_at(old, path[1:], fn)
+    if new is old:
+        return root
     return _with(root, attr, (*child[:index], new, *child[index + 1 :]))
 
 

@@ -185,8 +185,7 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
         )
     checks_passed()
     ed = Editor(ir)
-    new = node.replace(mem=mem)
-    ed.replace_node(_loc(buf), new, same=[(node, new)])
+    ed.retag(_loc(buf), node.replace(mem=mem))  # the same buffer, in another memory
     return _done(ed, _loc(buf))
 
 

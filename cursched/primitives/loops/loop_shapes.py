@@ -307,8 +307,8 @@ def parallelize_loop(proc: Proc, loop: ForCursor) -> Rewrite[ParallelizeLoopCurs
         raise safety(ParallelizeRaceError, name, e, loop) from e
     checks_passed()
     ed = Editor(ir)
-    out = ed.replace(loop.as_block().block(), (L.replace(mode="par"),))
-    return ed.done(ParallelizeLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))
+    ed.retag(NodeLoc(path), L.replace(mode="par"))  # the same loop, its body untouched
+    return ed.done(ParallelizeLoopCursors, loop=NodeLoc(path))
 
 
 __all__ = [
