@@ -34,7 +34,7 @@ from cursched.cursors.forwarding import (
     forward_loc,
 )
 from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc
-from cursched.cursors.tree import _CHILDREN, stmt_list, update_at
+from cursched.cursors.tree import _CHILDREN, stmt_list, update_at, with_field
 from cursched.ir.nodes import For, Node, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, Step, get_at
 from cursched.ir.symbols import Sym
@@ -201,7 +201,7 @@ def replace(
         NO_SURVIVORS if kill_all else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
     )
     lst = (*old[: block.lo], *new, *old[block.hi :])
-    out = update_at(ir, block.parent, lambda n: n.replace(**{block.attr: lst}))
+    out = update_at(ir, block.parent, lambda n: with_field(n, block.attr, lst))
     return out, SpliceMap(block.parent, block.attr, block.lo, block.hi, len(new), survivors, hint)
 
 
@@ -275,11 +275,11 @@ def move(ir: ProcDef, block: BlockLoc, gap: GapPos) -> tuple[ProcDef, MoveMap]:
     old = stmt_list(ir, block.parent, block.attr)
     moved = old[block.lo : block.hi]
     rest = (*old[: block.lo], *old[block.hi :])
-    mid = update_at(ir, block.parent, lambda x: x.replace(**{block.attr: rest}))
+    mid = update_at(ir, block.parent, lambda x: with_field(x, block.attr, rest))
     dparent, dattr, dpos = dest
     target = stmt_list(mid, dparent, dattr)
     lst = (*target[:dpos], *moved, *target[dpos:])
-    out = update_at(mid, dparent, lambda x: x.replace(**{dattr: lst}))
+    out = update_at(mid, dparent, lambda x: with_field(x, dattr, lst))
     return out, MoveMap(block.parent, block.attr, block.lo, block.hi, dest)
 
 

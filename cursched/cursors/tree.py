@@ -122,7 +122,9 @@ def _rebuilder(cls: type, attr: str) -> Callable[[Any, Any], Any]:
     return fn
 
 
-def _with(node: Any, attr: str, value: Any) -> Any:
+def with_field(node: Any, attr: str, value: Any) -> Any:
+    """``node`` with field ``attr`` set to ``value`` (``node`` itself when it holds that
+    very object): what ``node.replace(attr=value)`` gives, at the cost of the constructor."""
     if value is getattr(node, attr):
         return node
     fn = _REBUILD.get((type(node), attr))
@@ -138,12 +140,12 @@ def update_at(root: Any, path: Path, fn: Callable[[Any], Any]) -> Any:
     attr, index = path[0]
     child = getattr(root, attr)
     if index == -1:
-        return _with(root, attr, update_at(child, path[1:], fn))
+        return with_field(root, attr, update_at(child, path[1:], fn))
     old = child[index]
     new = update_at(old, path[1:], fn)
     if new is old:
         return root
-    return _with(root, attr, (*child[:index], new, *child[index + 1 :]))
+    return with_field(root, attr, (*child[:index], new, *child[index + 1 :]))
 
 
 def stmt_list(root: ProcDef, parent: Path, attr: str) -> tuple[Stmt, ...]:

@@ -278,7 +278,12 @@ def coerce(proc: Proc, value: Any, want: tuple[type, ...], arg: str, prim: str) 
     """``value`` as a cursor of one of the kinds ``want`` on ``proc`` (see the module doc)."""
     if value is None:
         return None
-    if isinstance(value, want) and value.proc() is proc and not isinstance(value, InvalidCursor):
+    if (
+        isinstance(value, Cursor)
+        and value.proc() is proc
+        and isinstance(value, want)
+        and not isinstance(value, InvalidCursor)
+    ):
         return value  # already a cursor of this version: nothing to find or forward
     if isinstance(value, Tombstone):
         value.raise_stale(arg, prim)
