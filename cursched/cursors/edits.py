@@ -212,10 +212,17 @@ def replace_node(
     *,
     same: Iterable[tuple[Any, Any]] = (),
     hint: str = "",
+    kill_all: bool = False,
 ) -> tuple[ProcDef, NodeMap]:
-    """Replace one node (an expression, a parameter, a statement in place)."""
+    """Replace one node (an expression, a parameter, a statement in place).
+
+    ``kill_all``: as for ``replace``, the caller knows that no old node lives on (``new`` is
+    built of new objects throughout): the search for survivors is skipped.
+    """
     path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
-    survivors = find_survivors((get_at(ir, path),), (new,), _same_ids(same))
+    survivors = (
+        NO_SURVIVORS if kill_all else find_survivors((get_at(ir, path),), (new,), _same_ids(same))
+    )
     return update_at(ir, path, lambda _: new), NodeMap(path, survivors, hint)
 
 
@@ -335,9 +342,10 @@ class Editor:
         *,
         same: Iterable[tuple[Any, Any]] = (),
         hint: str = "",
+        kill_all: bool = False,
     ) -> NodeLoc:
         """``replace_node``; returns the node's location."""
-        ir, m = replace_node(self.ir, loc, new, same=same, hint=hint)
+        ir, m = replace_node(self.ir, loc, new, same=same, hint=hint, kill_all=kill_all)
         self._apply((ir, m))
         return NodeLoc(m.path)
 

@@ -122,6 +122,15 @@ def _rebuilder(cls: type, attr: str) -> Callable[[Any, Any], Any]:
     return fn
 
 
+def copy_node(node: Any) -> Any:
+    """A new node object equal to ``node`` (the same children): a node that must not keep
+    the old one's identity (``dataclasses.replace(node)``, at the cost of the constructor)."""
+    fn = _REBUILD.get((type(node), ""))
+    if fn is None:
+        fn = _rebuilder(type(node), "")
+    return fn(node, None)
+
+
 def with_field(node: Any, attr: str, value: Any) -> Any:
     """``node`` with field ``attr`` set to ``value`` (``node`` itself when it holds that
     very object): what ``node.replace(attr=value)`` gives, at the cost of the constructor."""

@@ -116,6 +116,8 @@ from cursched.errors import (
     at_boundary,
     debug_tracebacks,
 )
+from cursched.ir.verify import verify_proc
+from cursched.ir.verify_step import verify_step
 from cursched.primitives.arguments import (
     ArgSpec,
     Condition,
@@ -530,15 +532,17 @@ class _Primitive:
         else:
             rw = self.call(proc, arguments)
         n_pos = len(args)
+        pos = params[:n_pos]
+        kws = [p for p in params[n_pos:] if p in passed] if kwargs else ()
         record = StepRecord(
-            primitive=name,
-            args=tuple(passed[p] for p in params[:n_pos]),
-            kwargs=tuple((p, passed[p]) for p in params[n_pos:] if p in passed),
-            inputs=tuple(inputs[p] for p in params[:n_pos]),
-            kw_inputs=tuple((p, inputs[p]) for p in params[n_pos:] if p in passed),
-            fmap=rw.fmap,
+            name,
+            tuple(map(passed.__getitem__, pos)),
+            tuple((p, passed[p]) for p in kws),
+            tuple(map(inputs.__getitem__, pos)),
+            tuple((p, inputs[p]) for p in kws),
+            rw.fmap,
             # in the dataclass's field order, which unpacking in history() follows
-            results=tuple((f.name, rw.fields[f.name]) for f in fields(rw.cursors)),
+            tuple((f, rw.fields[f]) for f in _field_names(rw.cursors)),
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:
@@ -547,10 +551,18 @@ class _Primitive:
         return new, out
 
 
-def _verify(proc: Proc, before: Proc, prim: str) -> None:
-    from cursched.ir.verify import verify_proc
-    from cursched.ir.verify_step import verify_step
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a cursors dataclass, in order (read once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _verify(proc: Proc, before: Proc, prim: str) -> None:
     try:
         if settings.verify_mode == "full":
             verify_proc(proc.ir(), memo=False)

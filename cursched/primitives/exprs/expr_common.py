@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 from cursched.analysis import affine as af
@@ -24,7 +23,7 @@ from cursched.analysis import smt
 from cursched.analysis.context import PathContext
 from cursched.analysis.effects import block_effects
 from cursched.cursors import ExprCursor
-from cursched.cursors.tree import walk
+from cursched.cursors.tree import copy_node, walk
 from cursched.errors import BadArgumentError
 from cursched.ir.config import ConfigField
 from cursched.ir.nodes import (
@@ -84,7 +83,10 @@ reassociating is not)."""
 
 def fresh(e: Expr) -> Expr:
     """``e`` rebuilt from new node objects throughout (same symbols, same types)."""
-    return dataclasses.replace(map_expr_children(e, fresh))
+    out = map_expr_children(e, fresh)
+    # a node with children is new already (its children are); a leaf is copied
+    out_expr: Expr = copy_node(e) if out is e else out
+    return out_expr
 
 
 def stmt_path_of(ir: ProcDef, path: Path) -> Path:
