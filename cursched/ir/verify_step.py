@@ -39,7 +39,7 @@ from itertools import compress, count
 from operator import is_, is_not
 
 from cursched.errors import IRVerificationError
-from cursched.ir.nodes import Alloc, For, If, ProcDef, Scope, Stmt, WindowStmt
+from cursched.ir.nodes import Alloc, FnArg, For, If, ProcDef, Scope, Stmt, WindowStmt
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.verify import LOOP_VAR, _Var, _Verifier, known_valid, remember_valid
@@ -60,20 +60,38 @@ def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> tuple[int, int]:
     return a, min(b, m - a)
 
 
+# The bindings of a parameter list, by the tuple's id (kept alive in the entry): versions of
+# a proc share their parameters, and each step's walk starts from these bindings.
+_PARAMS: dict[int, tuple[tuple[FnArg, ...], _Binds]] = {}
+_PARAMS_LIMIT = 1 << 8
+
+
+def _param_env(args: tuple[FnArg, ...]) -> _Binds:
+    """The bindings of the parameters of a valid proc (not to be mutated)."""
+    hit = _PARAMS.get(id(args))
+    if hit is not None and hit[0] is args:
+        return hit[1]
+    env = {a.sym: _Var(a.type, "param", a.mem) for a in args}
+    if len(_PARAMS) >= _PARAMS_LIMIT:
+        _PARAMS.clear()
+    _PARAMS[id(args)] = (args, env)
+    return env
+
+
 class _StepVerifier(_Verifier):
     """The verifier walking ``new`` against ``old``, skipping what the two share."""
 
     def proc_since(self, old: ProcDef) -> None:
         p = self.p
-        if len(p.args) != len(old.args) or any(
-            a is not b and a != b for a, b in zip(p.args, old.args, strict=True)
+        if p.args is not old.args and (
+            len(p.args) != len(old.args)
+            or any(a is not b and a != b for a, b in zip(p.args, old.args, strict=True))
         ):
             self.proc()
             return
-        if all(map(is_, p.args, old.args)):
+        if p.args is old.args or all(map(is_, p.args, old.args)):
             # the very parameters of the valid ``old``: they hold, only their bindings enter
-            for a in p.args:
-                self.env[a.sym] = _Var(a.type, "param", a.mem)
+            self.env.update(_param_env(p.args))
         else:
             bound: list[Sym] = []
             for k, a in enumerate(p.args):

@@ -116,8 +116,8 @@ from cursched.errors import (
     at_boundary,
     debug_tracebacks,
 )
-from cursched.ir.verify import verify_proc
-from cursched.ir.verify_step import verify_step
+from cursched.ir import verify as verify_mod
+from cursched.ir import verify_step as step_mod
 from cursched.primitives.arguments import (
     ArgSpec,
     Condition,
@@ -565,9 +565,9 @@ def _field_names(cls: type) -> tuple[str, ...]:
 def _verify(proc: Proc, before: Proc, prim: str) -> None:
     try:
         if settings.verify_mode == "full":
-            verify_proc(proc.ir(), memo=False)
+            verify_mod.verify_proc(proc.ir(), memo=False)
         else:
-            verify_step(proc.ir(), before.ir())
+            step_mod.verify_step(proc.ir(), before.ir())
     except IRVerificationError as e:
         raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
 
