@@ -103,21 +103,40 @@ def walk_stmts(
 
 
 # (node class, field) -> a function building a copy of a node with that one field changed:
-# ``update_at`` rebuilds every node on the path of an edit, and ``Node.replace``'s keyword
-# dict and change test cost twice the constructor itself (the caller knows the field changed).
+# ``update_at`` rebuilds every node on the path of an edit, and a frozen dataclass's
+# constructor costs about 110 ns a field (each assignment goes through
+# ``object.__setattr__``, past the frozen check), ``Node.replace`` more (a keyword dict, a
+# change test: the caller here knows the field changed).
 _REBUILD: dict[tuple[type, str], Callable[[Any, Any], Any]] = {}
 
 
 def _rebuilder(cls: type, attr: str) -> Callable[[Any, Any], Any]:
-    """The constructor call of ``cls`` taking every field from the node but ``attr``."""
-    parts = []
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        value = "v" if f.name == attr else f"n.{f.name}"
-        parts.append(f"{f.name}={value}" if f.kw_only else value)
-    # the generated call is a plain constructor call: the same code ``dataclasses`` writes
-    fn: Callable[[Any, Any], Any] = eval(f"lambda n, v: cls({', '.join(parts)})", {"cls": cls})
+    """A function ``(node, value)`` -> a new ``cls`` node with every field from ``node`` but
+    ``attr`` (``""``: none), which is ``value``.
+
+    A slotted dataclass without ``__post_init__`` (every IR node) is filled through its slot
+    descriptors, half the cost of its constructor and the same object the constructor would
+    make (its ``__init__`` only assigns the fields); any other class calls its constructor.
+    """
+    fs = [f for f in dataclasses.fields(cls) if f.init]
+    slots = getattr(cls, "__slots__", ())
+    env: dict[str, Any] = {"cls": cls, "new": object.__new__}
+    direct = not hasattr(cls, "__post_init__") and all(f.name in slots for f in fs)
+    if direct and len(fs) == len(dataclasses.fields(cls)):
+        lines = ["def build(n, v):", "    o = new(cls)"]
+        for f in fs:
+            env[f"set_{f.name}"] = getattr(cls, f.name).__set__
+            lines.append(f"    set_{f.name}(o, {'v' if f.name == attr else 'n.' + f.name})")
+        lines.append("    return o")
+    else:
+        parts = []
+        for f in fs:
+            value = "v" if f.name == attr else f"n.{f.name}"
+            parts.append(f"{f.name}={value}" if f.kw_only else value)
+        lines = ["def build(n, v):", f"    return cls({', '.join(parts)})"]
+    # generated code, as ``dataclasses`` generates ``__init__``: one plain call per field
+    exec("\n".join(lines), env)
+    fn: Callable[[Any, Any], Any] = env["build"]
     _REBUILD[cls, attr] = fn
     return fn
 
