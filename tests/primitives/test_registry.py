@@ -156,3 +156,43 @@ def test_cursors_table_lines_are_those_of_the_printed_proc() -> None:
     ]
     lines = str(f).splitlines()
     assert lines[3].strip() == "t = x[i]" and lines[4].strip() == "x[i] = t * 2.0"
+
+
+def test_arguments_bind_by_position_keyword_and_default() -> None:
+    e = f.find("t * 2.0")
+    p, c = touch(f, "t")
+    assert p.step().args == ("t",) and p.step().kwargs == () and c.exprs == ()  # type: ignore[union-attr]
+    p, c = touch(f, buf="t", exprs=[e])
+    step = p.step()
+    assert step is not None and step.args == () and step.kwargs == (("buf", "t"), ("exprs", [e]))
+    assert step.kw_inputs[1] == ("exprs", (e,)) and c.exprs[0].loc == e.loc
+    p, _ = touch(f, "t", exprs=())
+    assert p.step().kwargs == (("exprs", ()),)  # type: ignore[union-attr]
+    with pytest.raises(CursorError, match="touch: multiple values for argument 'buf'"):
+        touch(f, "t", buf="t")
+    with pytest.raises(CursorError, match="touch: got an unexpected keyword argument 'bogus'"):
+        touch(f, "t", bogus=1)
+    with pytest.raises(CursorError, match="touch: too many positional arguments"):
+        touch(f, "t", (), 3)
+
+
+_RECEIVED: list[object] = []
+
+
+@primitive
+def receive(proc: Proc, buf: Buffer) -> Rewrite[BufCursors]:
+    _RECEIVED.append(buf)
+    return Editor(proc.ir()).done(BufCursors, buffer=buf.loc, exprs=(), nothing=NoLoc("n/a"))
+
+
+def test_a_cursor_of_this_version_is_used_as_it_is() -> None:
+    c = f.find_alloc_or_arg("t")
+    _RECEIVED.clear()
+    receive(f, c)
+    assert _RECEIVED[0] is c  # nothing to find or forward
+    p, _ = insert_pass(f, f.find("t = _").before())
+    receive(p, c)  # from the parent version: forwarded
+    got = _RECEIVED[1]
+    assert isinstance(got, AllocCursor) and got.proc() is p and got.node() is c.node()
+    with pytest.raises(CursorError, match="wants a Alloc or Arg cursor"):
+        receive(f, f.find("t = _"))
