@@ -97,7 +97,9 @@ class _StepVerifier(_Verifier):
             for k, a in enumerate(p.args):
                 self.fnarg(a, (("args", k),), bound)
         # an assert depends only on the parameters, equal here: the same objects held in old
-        if len(p.preds) != len(old.preds) or not all(map(is_, p.preds, old.preds)):
+        if p.preds is not old.preds and (
+            len(p.preds) != len(old.preds) or not all(map(is_, p.preds, old.preds))
+        ):
             for k, pred in enumerate(p.preds):
                 self.bool_ctrl(pred, (("preds", k),), "an assert")
         self.block_since(p.body, old.body, (), "body")
@@ -153,7 +155,10 @@ class _StepVerifier(_Verifier):
         bound: list[Sym] = []
         if a:
             self.take_all(body[:a], bound)
-        same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
+        if n == o and a + b == n - 1:  # one statement changed in place, the commonest edit
+            same = self.stmt_since(body[a], old[a], (*path, (attr, a)), bound, True)
+        else:
+            same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
         # where the bindings after the middle are ``old``'s, the shared suffix holds; its own
         # bindings are not taken: no statement of this block after it is checked
         if not same:
