@@ -12,7 +12,7 @@ import pytest
 
 from cursched import parallelize_loop, set_memory
 from cursched.cursors import Editor, NodeLoc
-from cursched.cursors.tree import copy_node, update_at, walk, with_field
+from cursched.cursors.tree import copy_node, copy_tree, update_at, walk, with_field
 from cursched.errors import SrcInfo
 from cursched.ir.memory import DRAM_STACK
 from cursched.ir.nodes import Node, Pass
@@ -71,3 +71,14 @@ def test_retag_refuses_a_node_with_other_children() -> None:
     ed = Editor(ir)
     with pytest.raises(AssertionError, match="keeps the node's children"):
         ed.retag(NodeLoc((("body", 0),)), loop.replace(body=(Pass(),)))
+
+
+def test_copy_tree_keeps_no_node() -> None:
+    for p in (two_loops, nest):
+        ir = p.ir()
+        copy = tuple(map(copy_tree, ir.body))
+        old_ids = {id(n) for _, n in walk(ir)}
+        assert copy == ir.body
+        for s in copy:
+            for _, n in walk(s):
+                assert id(n) not in old_ids
