@@ -385,6 +385,9 @@ class Editor:
 
     def set_proc(self, **changes: Any) -> None:
         """Change fields of the ``ProcDef`` itself that hold no nodes (``name``, ``instr``)."""
-        assert not {"args", "preds", "body"} & set(changes), "use the node operations"
-        self.ir = self.ir.replace(**changes)
+        assert "args" not in changes and "preds" not in changes and "body" not in changes, (
+            "use the node operations"
+        )
+        for attr, value in changes.items():
+            self.ir = with_field(self.ir, attr, value)
         self._maps.append(IDENTITY)
