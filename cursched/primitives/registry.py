@@ -35,9 +35,10 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
 4. verifies the new IR when ``settings.verify`` is on (default on; ``CURSCHED_VERIFY=0``
    turns it off): by default incrementally, only what the step changed against its input
    (``cursched.ir.verify_step``; the input is known valid when an earlier verified step
-   made it, else the whole new proc is walked); ``CURSCHED_VERIFY=full`` runs the
-   whole-proc ``verify_proc`` reusing nothing; then it checks that every returned cursor
-   points into the new proc;
+   made it, else the whole new proc is walked); a step that only inserted ``pass``
+   statements into one block (its map says so) keeps every invariant and is not walked;
+   ``CURSCHED_VERIFY=full`` runs the whole-proc ``verify_proc`` reusing nothing; then it
+   checks that every returned cursor points into the new proc;
 5. is the API boundary: a ``CurschedError`` leaves through ``errors.at_boundary`` (the
    user's traceback ends at the primitive's call; the internal chain stays on the error);
 6. offers **check-only mode**: ``prim(proc, ..., check_only=True)``, or ``can(prim, proc,
@@ -106,7 +107,9 @@ from cursched.cursors import (
     make_cursor,
 )
 from cursched.cursors.edits import Rewrite
+from cursched.cursors.forwarding import PathMap, SpliceMap
 from cursched.cursors.show import loc_text, show_loc
+from cursched.cursors.tree import stmt_list
 from cursched.errors import (
     CurschedError,
     CursorError,
@@ -118,6 +121,7 @@ from cursched.errors import (
 )
 from cursched.ir import verify as verify_mod
 from cursched.ir import verify_step as step_mod
+from cursched.ir.nodes import Pass, ProcDef
 from cursched.primitives.arguments import (
     ArgSpec,
     Condition,
@@ -546,7 +550,7 @@ class _Primitive:
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:
-            _verify(new, proc, name)
+            _verify(new, proc, name, rw.fmap)
         out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
         return new, out
 
@@ -562,14 +566,30 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return names
 
 
-def _verify(proc: Proc, before: Proc, prim: str) -> None:
+def _verify(proc: Proc, before: Proc, prim: str, fmap: PathMap | None = None) -> None:
     try:
         if settings.verify_mode == "full":
             verify_mod.verify_proc(proc.ir(), memo=False)
+        elif fmap is not None and _passes_inserted(proc.ir(), before.ir(), fmap):
+            verify_mod.remember_valid(proc.ir())
         else:
             step_mod.verify_step(proc.ir(), before.ir())
     except IRVerificationError as e:
         raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
+
+
+def _passes_inserted(new: ProcDef, old: ProcDef, fmap: PathMap) -> bool:
+    """Whether the step made ``new`` from the valid ``old`` by inserting ``pass`` statements
+    into one block and nothing else, which keeps every invariant (a ``pass`` binds and reads
+    nothing; the statements after it see the same bindings). The step's map says so: one
+    splice removing nothing (the editor rebuilt only the nodes on its path), parameters and
+    asserts the very objects of ``old``."""
+    if not isinstance(fmap, SpliceMap) or fmap.lo != fmap.hi:
+        return False
+    if new.args is not old.args or new.preds is not old.preds or not verify_mod.known_valid(old):
+        return False
+    added = stmt_list(new, fmap.parent, fmap.attr)[fmap.lo : fmap.lo + fmap.n_new]
+    return all(type(s) is Pass for s in added)
 
 
 def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:

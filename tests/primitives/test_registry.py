@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cursched import CursorError, PatternError, insert_pass, proc, reorder_stmts
+from cursched import CursorError, PatternError, delete_pass, insert_pass, proc, reorder_stmts
 from cursched.cursors import (
     AllocCursor,
     ArgCursor,
@@ -196,3 +196,30 @@ def test_a_cursor_of_this_version_is_used_as_it_is() -> None:
     assert isinstance(got, AllocCursor) and got.proc() is p and got.node() is c.node()
     with pytest.raises(CursorError, match="wants a Alloc or Arg cursor"):
         receive(f, f.find("t = _"))
+
+
+def test_a_pass_inserted_needs_no_walk_in_the_default_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cursched.ir import verify as verify_mod
+    from cursched.ir import verify_step as step_mod
+
+    walks: list[str] = []
+    real_step, real_full = step_mod.verify_step, verify_mod.verify_proc
+    monkeypatch.setattr(step_mod, "verify_step", lambda *a: walks.append("step") or real_step(*a))
+    monkeypatch.setattr(
+        verify_mod,
+        "verify_proc",
+        lambda p, memo=True: walks.append("full") or real_full(p, memo=memo),
+    )
+    p, c = insert_pass(f, f.find("t = _").before())
+    assert walks == [] and verify_mod.known_valid(p.ir()) and c.stmt.kind() == "Pass"
+    delete_pass(p, c.stmt)  # any other edit is verified
+    assert walks == ["step"]
+    with pytest.raises(IRVerificationError, match="break_ir made v1 of f: "):
+        break_ir(f, f.find_loop("i"))  # an inserted statement that is not `pass`
+    saved = settings.verify_mode
+    settings.verify_mode = "full"
+    try:
+        insert_pass(f, f.find("t = _").before())
+    finally:
+        settings.verify_mode = saved
+    assert walks == ["step", "step", "full"]
