@@ -114,9 +114,10 @@ def _rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:
     """A function ``(node, *values)`` -> a new ``cls`` node with the fields ``attrs`` set to
     ``values`` and every other field from ``node``.
 
-    A slotted dataclass without ``__post_init__`` (every IR node) is filled through its slot
-    descriptors, half the cost of its constructor and the same object the constructor would
-    make (its ``__init__`` only assigns the fields); any other class calls its constructor.
+    A slotted dataclass with the generated ``__init__`` and no ``__post_init__`` (every IR
+    node) is filled through its slot descriptors, half the cost of its constructor and the
+    same object the constructor would make (that ``__init__`` only assigns the fields); any
+    other class calls its constructor.
     """
     fs = [f for f in dataclasses.fields(cls) if f.init]
     slots = getattr(cls, "__slots__", ())
@@ -126,7 +127,11 @@ def _rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:
     def value(name: str) -> str:
         return f"v{attrs.index(name)}" if name in attrs else f"n.{name}"
 
-    direct = not hasattr(cls, "__post_init__") and all(f.name in slots for f in fs)
+    # ``dataclasses`` writes ``__init__`` with ``exec`` (its code comes from "<string>"); a
+    # hand-written one may do more than assign, and is called
+    init = getattr(getattr(cls, "__init__", None), "__code__", None)
+    generated = init is not None and init.co_filename == "<string>"
+    direct = generated and not hasattr(cls, "__post_init__") and all(f.name in slots for f in fs)
     if direct and len(fs) == len(dataclasses.fields(cls)):
         lines = [f"def build({params}):", "    o = new(cls)"]
         for f in fs:

@@ -82,3 +82,20 @@ def test_copy_tree_keeps_no_node() -> None:
         for s in copy:
             for _, n in walk(s):
                 assert id(n) not in old_ids
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Doubling:
+    a: int
+    b: int
+
+    def __init__(self, a: int, b: int) -> None:  # more than assigning: called, not bypassed
+        object.__setattr__(self, "a", 2 * a)
+        object.__setattr__(self, "b", b)
+
+
+def test_a_hand_written_init_is_called() -> None:
+    x = _Doubling(1, 2)
+    assert (x.a, x.b) == (2, 2)
+    y = with_field(x, "b", 5)
+    assert (y.a, y.b) == (4, 5)
