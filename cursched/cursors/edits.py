@@ -22,6 +22,7 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from cursched.cursors.forwarding import (
     IDENTITY,
+    IN_PLACE,
     NO_SURVIVORS,
     Dead,
     MoveMap,
@@ -226,16 +227,16 @@ def replace_node(
     return update_at(ir, path, lambda _: new), NodeMap(path, survivors, hint)
 
 
-def retag(ir: ProcDef, loc: NodeLoc | ArgLoc, new: Node) -> tuple[ProcDef, PathMap]:
+def retag(ir: ProcDef, loc: NodeLoc | ArgLoc, new: Node) -> tuple[ProcDef, NodeMap]:
     """Replace one node by ``new``, the same node with other plain fields (a loop's mode, an
     allocation's memory): it holds the very children of the old one, so every location
-    forwards to itself and no search for survivors is needed."""
+    forwards to itself (``IN_PLACE``) and no search for survivors is needed."""
     path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
     old = get_at(ir, path)
     assert type(old) is type(new) and all(
         getattr(old, attr) is getattr(new, attr) for attr, _ in _CHILDREN.get(type(old), ())
     ), "retag keeps the node's children"
-    return update_at(ir, path, lambda _: new), IDENTITY
+    return update_at(ir, path, lambda _: new), NodeMap(path, IN_PLACE)
 
 
 def insert(ir: ProcDef, gap: GapPos, stmts: Sequence[Stmt]) -> tuple[ProcDef, SpliceMap]:

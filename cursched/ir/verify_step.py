@@ -81,7 +81,8 @@ def _param_env(args: tuple[FnArg, ...]) -> _Binds:
 class _StepVerifier(_Verifier):
     """The verifier walking ``new`` against ``old``, skipping what the two share."""
 
-    def proc_since(self, old: ProcDef) -> None:
+    def proc_since(self, old: ProcDef, top: tuple[int, int] | None = None) -> None:
+        """Walk ``p`` against the valid ``old``; ``top``: see ``verify_step``."""
         p = self.p
         if p.args is not old.args and (
             len(p.args) != len(old.args)
@@ -102,7 +103,7 @@ class _StepVerifier(_Verifier):
         ):
             for k, pred in enumerate(p.preds):
                 self.bool_ctrl(pred, (("preds", k),), "an assert")
-        self.block_since(p.body, old.body, (), "body")
+        self.block_since(p.body, old.body, (), "body", top)
         self.verified.add(id(p))
 
     # -- bindings ------------------------------------------------------------------------
@@ -145,13 +146,23 @@ class _StepVerifier(_Verifier):
 
     # -- blocks and statements -----------------------------------------------------------
     def block_since(
-        self, body: tuple[Stmt, ...], old: tuple[Stmt, ...], path: Path, attr: str
+        self,
+        body: tuple[Stmt, ...],
+        old: tuple[Stmt, ...],
+        path: Path,
+        attr: str,
+        shared: tuple[int, int] | None = None,
     ) -> None:
-        """Check ``body`` where ``old`` (valid) was walked under the same bindings."""
+        """Check ``body`` where ``old`` (valid) was walked under the same bindings;
+        ``shared``: how many statements at its start and end are ``old``'s, when the caller
+        knows (else they are counted)."""
         if body is old:
             return
         n, o = len(body), len(old)
-        a, b = _shared(body, old)
+        if shared is not None and shared[0] >= 0 and 0 <= shared[1] <= min(n, o) - shared[0]:
+            a, b = shared
+        else:
+            a, b = _shared(body, old)
         bound: list[Sym] = []
         if a:
             self.take_all(body[:a], bound)
@@ -234,9 +245,15 @@ def _same_nodes(new: ProcDef, old: ProcDef) -> bool:
     return new.body is old.body and new.args is old.args and new.preds is old.preds
 
 
-def verify_step(new: ProcDef, old: ProcDef | None) -> None:
+def verify_step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None) -> None:
     """Verify ``new``, a version made from ``old``: incrementally where ``old`` is known
     valid (see the module docstring), else the whole proc (``verify_proc``).
+
+    ``top``: ``(a, b)`` when the caller knows, by construction, that the first ``a`` and the
+    last ``b`` statements of ``new.body`` are the very objects of ``old.body``'s (the step's
+    forwarding map says where the edit was: ``registry.top_shared``); they are then not
+    scanned, which on a big proc is most of the walk. A wrong ``top`` hides a change there:
+    only the editor's maps may give it.
 
     Raises:
         IRVerificationError: naming the first broken invariant and where it is broken, as
@@ -249,24 +266,27 @@ def verify_step(new: ProcDef, old: ProcDef | None) -> None:
         return
     v = _StepVerifier(new, set())
     if old is not None and known_valid(old):
-        v.proc_since(old)
+        v.proc_since(old, top)
     else:
         v.proc()
     remember_valid(new)
 
 
-def verify_both(new: ProcDef, old: ProcDef) -> tuple[str | None, str | None]:
+def verify_both(
+    new: ProcDef, old: ProcDef, top: tuple[int, int] | None = None
+) -> tuple[str | None, str | None]:
     """The verdicts of the whole-proc walk reusing nothing (``verify_proc(new, memo=False)``)
     and of the incremental walk of ``new`` against ``old``, which must be known valid: each
     ``None`` (passed) or the error's message. They must be equal; the soundness fuzzer
-    compares them on every step it accepts and on corrupted copies of it.
+    compares them on every step it accepts (with the step's ``top``, as the registry gives
+    it) and on corrupted copies of it (without).
     """
     assert known_valid(old), "the incremental walk starts from a proc known valid"
 
     def outcome(v: _Verifier, since: ProcDef | None) -> str | None:
         try:
             if isinstance(v, _StepVerifier) and since is not None:
-                v.proc_since(since)
+                v.proc_since(since, top)
             else:
                 v.proc()
         except IRVerificationError as e:

@@ -107,7 +107,7 @@ from cursched.cursors import (
     make_cursor,
 )
 from cursched.cursors.edits import Rewrite
-from cursched.cursors.forwarding import PathMap, SpliceMap
+from cursched.cursors.forwarding import MoveMap, NodeMap, PathMap, SpliceMap
 from cursched.cursors.show import loc_text, show_loc
 from cursched.cursors.tree import stmt_list
 from cursched.errors import (
@@ -573,9 +573,33 @@ def _verify(proc: Proc, before: Proc, prim: str, fmap: PathMap | None = None) ->
         elif fmap is not None and _passes_inserted(proc.ir(), before.ir(), fmap):
             verify_mod.remember_valid(proc.ir())
         else:
-            step_mod.verify_step(proc.ir(), before.ir())
+            top = None if fmap is None else top_shared(fmap, proc.ir(), before.ir())
+            step_mod.verify_step(proc.ir(), before.ir(), top)
     except IRVerificationError as e:
         raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
+
+
+def top_shared(fmap: PathMap, new: ProcDef, old: ProcDef) -> tuple[int, int] | None:
+    """How many statements at the start and at the end of ``new``'s body are ``old``'s, as
+    the step's map says by construction of the edit operations (a splice of the body keeps
+    the statements around it; an edit below one top-level statement, or of it in place,
+    keeps every other, since ``update_at`` rebuilds only the nodes on its path); None where
+    the map does not say (several edits, a move across top-level statements, an edit of the
+    parameters)."""
+    n, o = len(new.body), len(old.body)
+    if isinstance(fmap, SpliceMap):
+        if fmap.parent == () and fmap.attr == "body":
+            return (fmap.lo, o - fmap.hi) if n - fmap.lo - fmap.n_new == o - fmap.hi else None
+        path = fmap.parent
+    elif isinstance(fmap, NodeMap):
+        path = fmap.path
+    elif isinstance(fmap, MoveMap) and fmap.parent and fmap.dest[0][:1] == fmap.parent[:1]:
+        path = fmap.parent  # a move inside one top-level statement (lift_alloc)
+    else:
+        return None
+    if path and path[0][0] == "body" and n == o and 0 <= path[0][1] < n:
+        return path[0][1], n - path[0][1] - 1
+    return None
 
 
 def _passes_inserted(new: ProcDef, old: ProcDef, fmap: PathMap) -> bool:

@@ -128,9 +128,9 @@ def test_the_registry_runs_the_mode_asked(mode: None, monkeypatch: pytest.Monkey
         calls.append(f"full memo={memo}")
         real_full(p, memo=memo)
 
-    def step(new: ProcDef, old: ProcDef | None) -> None:
+    def step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None) -> None:
         calls.append("incremental")
-        real_step(new, old)
+        real_step(new, old, top)
 
     monkeypatch.setattr(verify_mod, "verify_proc", full)
     monkeypatch.setattr(step_mod, "verify_step", step)

@@ -223,3 +223,64 @@ def test_a_pass_inserted_needs_no_walk_in_the_default_mode(monkeypatch: pytest.M
     finally:
         settings.verify_mode = saved
     assert walks == ["step", "step", "full"]
+
+
+@proc
+def three(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        x[i] = 1.0
+    for j in seq(0, n):
+        y[j] = 2.0
+    for k in seq(0, n):
+        z[k] = 3.0
+
+
+def test_top_shared_reads_where_the_step_edited(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cursched import parallelize_loop, reorder_stmts
+    from cursched.ir import verify_step as step_mod
+    from cursched.primitives.registry import top_shared
+
+    def top(p: Proc) -> tuple[int, int] | None:
+        step, parent = p.step(), p.parent()
+        assert step is not None and parent is not None
+        return top_shared(step.fmap, p.ir(), parent.ir())
+
+    assert top(insert_pass(three, three.find_loop("j").after())[0]) == (2, 1)  # a splice
+    assert top(parallelize_loop(three, "j")[0]) == (1, 1)  # in place (retag)
+    assert top(insert_pass(three, three.find("y[j] = _").after())[0]) == (1, 1)  # below j
+    assert top(reorder_stmts(three, three.find_loop("i").expand(0, 1))[0]) is None  # a move
+    # the top block is not scanned where the map says what it keeps; below it, it is
+    scanned: list[int] = []
+    real = step_mod._shared
+    monkeypatch.setattr(step_mod, "_shared", lambda a, b: scanned.append(len(a)) or real(a, b))
+    p, _ = parallelize_loop(three, "k")
+    assert scanned == [] and p.ir().body[2].mode == "par"
+    insert_pass(three, three.find("y[j] = _").after())  # only pass: no walk at all
+    delete_pass(insert_pass(three, three.find("y[j] = _").after())[0], "pass")
+    assert scanned == [1]  # j's body (one statement again), not the top block of 3
+
+
+@proc
+def nested_alloc(n: size, x: f32[n, 4] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = 0.0
+    for i in seq(0, n):
+        for j in seq(0, 4):
+            t: f32 @ DRAM
+            t = x[i, j]
+            x[i, j] = t * 2.0
+    for i in seq(0, n):
+        y[i] = 1.0
+
+
+def test_top_shared_of_a_move_inside_one_statement() -> None:
+    from cursched import lift_alloc
+    from cursched.primitives.registry import top_shared
+
+    p, _ = lift_alloc(nested_alloc, "t")  # out of j, still inside the second loop
+    step, parent = p.step(), p.parent()
+    assert step is not None and parent is not None
+    assert top_shared(step.fmap, p.ir(), parent.ir()) == (1, 1)
+    q, _ = lift_alloc(p, "t")  # out of i: to the top block, which changes
+    step = q.step()
+    assert step is not None and top_shared(step.fmap, q.ir(), p.ir()) is None
