@@ -35,7 +35,8 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
 4. verifies the new IR when ``settings.verify`` is on (default on; ``CURSCHED_VERIFY=0``
    turns it off): by default incrementally, only what the step changed against its input
    (``cursched.ir.verify_step``; the input is known valid when an earlier verified step
-   made it, else the whole new proc is walked); a step that only inserted ``pass``
+   made it, else the whole new proc is walked), told by the step's map which top-level
+   statements the edit left alone (``top_shared``); a step that only inserted ``pass``
    statements into one block (its map says so) keeps every invariant and is not walked;
    ``CURSCHED_VERIFY=full`` runs the whole-proc ``verify_proc`` reusing nothing; then it
    checks that every returned cursor points into the new proc;
