@@ -251,7 +251,7 @@ def main() -> None:
                 _results.record(primitive=row, lib=api.lib, stmts=n, ms=ms, verify=opts.verify)
         print(f"# {n} statements done", file=sys.stderr, flush=True)
     _print(res, sizes, [c.name for c in cases], not opts.no_exo, opts.verify)
-    _results.write_if_asked(opts.json, "scale", f"verify={opts.verify}")
+    _results.write_if_asked(opts, "scale", f"verify={opts.verify}")
 
 
 def _ms(times: dict[int, float], n: int) -> str:

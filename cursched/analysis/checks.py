@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from operator import is_
 
 from cursched.analysis import affine as af
 from cursched.analysis import smt
@@ -288,6 +289,10 @@ def check_parallel(p: ProcDef, loop_path: Path, *, primitive: str | None = None)
     """
     loop = _loop_at(p, loop_path, ParallelError, primitive)
     ctx = context_of(p, loop_path)
+    key = _parallel_key(p, loop, ctx)
+    hit = _PARALLEL_OK.get(id(loop))
+    if hit is not None and len(hit) == len(key) and all(map(is_, hit, key)):
+        return
     base = ctx.props()
     for a, b in _pairs(block_effects(loop.body, ctx.windows), reductions_commute=False):
         x, y = instance(a, "1", (loop,)), instance(b, "2", (loop,))
@@ -296,6 +301,33 @@ def check_parallel(p: ProcDef, loop_path: Path, *, primitive: str | None = None)
         if model is not None:
             msg = _between(a, b, f"loop {loop.iter.name} carries a dependence")
             raise _fail(ParallelError, p, loop_path, msg, model, primitive)
+    if len(_PARALLEL_OK) >= _PARALLEL_LIMIT:
+        _PARALLEL_OK.clear()
+    _PARALLEL_OK[id(loop)] = key
+
+
+# Loops proven free of races, by the loop node's id, each with everything the proof read
+# (``_parallel_key``): the IR shares untouched subtrees between versions, so a loop checked
+# once (by ``can``, by an autotuner's earlier variant of the same base) is not proven again.
+# Only passing verdicts are kept; cleared when full.
+_PARALLEL_OK: dict[int, tuple[object, ...]] = {}
+_PARALLEL_LIMIT = 1 << 12
+
+
+def _parallel_key(p: ProcDef, loop: For, ctx: PathContext) -> tuple[object, ...]:
+    """What ``check_parallel``'s verdict on ``loop`` depends on, as objects compared by
+    identity: the loop itself (its body and bounds; the entry keeps it alive, so its id is
+    not reused), the parameters and asserts (``proc_props``), each enclosing loop's variable
+    and bounds (``loop_props``), each enclosing condition and branch, and the windows visible
+    there (``block_effects`` composes accesses through them)."""
+    out: list[object] = [loop, p.args, p.preds]
+    for lp in ctx.loops:
+        out += (lp.iter, lp.lo, lp.hi)
+    for cond, taken in ctx.conds:
+        out += (cond, taken)
+    for sym, w in ctx.windows.items():
+        out += (sym, w)
+    return tuple(out)
 
 
 def check_fission(p: ProcDef, gap: Path, n_lifts: int = 1, *, primitive: str | None = None) -> None:

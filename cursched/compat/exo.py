@@ -164,6 +164,8 @@ def _partial_eval(ir: ProcDef, args: Sequence[Any], kwargs: dict[str, Any]) -> P
 
 
 def _unwrap(x: Any) -> Any:
+    if isinstance(x, Cursor | str | int):  # the common arguments, passed as they are
+        return x
     if isinstance(x, Procedure):
         return x.proc
     if isinstance(x, list | tuple) and any(isinstance(y, Procedure) for y in x):
@@ -270,7 +272,8 @@ def _prim(name: str, rename: dict[str, str] | None = None, drop: Iterable[str] =
 
     def run(proc: Any, *args: Any, **kwargs: Any) -> Procedure:
         kw = {renames.get(k, k): _unwrap(v) for k, v in kwargs.items() if k not in dropped}
-        new, _ = fn(_procedure(proc), *(_unwrap(a) for a in args), **kw)
+        p = proc.proc if type(proc) is Procedure else _procedure(proc)
+        new, _ = fn(p, *map(_unwrap, args), **kw)
         return Procedure(new)
 
     run.__name__ = run.__qualname__ = name

@@ -1,7 +1,8 @@
 """Edit operations: the only way a primitive changes the IR.
 
 ``replace``, ``wrap``, ``move``, ``delete`` and ``insert`` (plus ``replace_node`` for one
-expression, parameter or statement in place) each take a ``ProcDef`` and return the new one
+expression, parameter or statement in place, and ``retag`` for a node whose plain fields
+change under the same children) each take a ``ProcDef`` and return the new one
 with the operation's forwarding map (``cursched.cursors.forwarding``). An ``Editor`` applies
 them in turn (and ``set_proc`` for the proc's own name) and composes the maps into the step's.
 
@@ -21,6 +22,8 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar
 
 from cursched.cursors.forwarding import (
     IDENTITY,
+    IN_PLACE,
+    NO_SURVIVORS,
     Dead,
     MoveMap,
     NodeMap,
@@ -32,7 +35,7 @@ from cursched.cursors.forwarding import (
     forward_loc,
 )
 from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc
-from cursched.cursors.tree import _CHILDREN, stmt_list, update_at
+from cursched.cursors.tree import _CHILDREN, stmt_list, update_at, with_field
 from cursched.ir.nodes import For, Node, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, Step, get_at
 from cursched.ir.symbols import Sym
@@ -107,6 +110,8 @@ def find_survivors(
         same: ``id(old node) -> new node`` for nodes the primitive rebuilt but that keep
             their identity.
     """
+    if not old or not new:
+        return NO_SURVIVORS  # an insertion kills nothing; a deletion keeps nothing
     where, loops = _index_new(new)
     old_count = _count_old(old)
     subtrees: dict[RelPath, RelPath] = {}
@@ -194,12 +199,10 @@ def replace(
     assert 0 <= block.lo <= block.hi <= len(old), "block out of range"
     new = tuple(new)
     survivors = (
-        Survivors({}, {})
-        if kill_all
-        else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
+        NO_SURVIVORS if kill_all else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
     )
     lst = (*old[: block.lo], *new, *old[block.hi :])
-    out = update_at(ir, block.parent, lambda n: n.replace(**{block.attr: lst}))
+    out = update_at(ir, block.parent, lambda n: with_field(n, block.attr, lst))
     return out, SpliceMap(block.parent, block.attr, block.lo, block.hi, len(new), survivors, hint)
 
 
@@ -210,11 +213,30 @@ def replace_node(
     *,
     same: Iterable[tuple[Any, Any]] = (),
     hint: str = "",
+    kill_all: bool = False,
 ) -> tuple[ProcDef, NodeMap]:
-    """Replace one node (an expression, a parameter, a statement in place)."""
+    """Replace one node (an expression, a parameter, a statement in place).
+
+    ``kill_all``: as for ``replace``, the caller knows that no old node lives on (``new`` is
+    built of new objects throughout): the search for survivors is skipped.
+    """
     path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
-    survivors = find_survivors((get_at(ir, path),), (new,), _same_ids(same))
+    survivors = (
+        NO_SURVIVORS if kill_all else find_survivors((get_at(ir, path),), (new,), _same_ids(same))
+    )
     return update_at(ir, path, lambda _: new), NodeMap(path, survivors, hint)
+
+
+def retag(ir: ProcDef, loc: NodeLoc | ArgLoc, new: Node) -> tuple[ProcDef, NodeMap]:
+    """Replace one node by ``new``, the same node with other plain fields (a loop's mode, an
+    allocation's memory): it holds the very children of the old one, so every location
+    forwards to itself (``IN_PLACE``) and no search for survivors is needed."""
+    path = (("args", loc.index),) if isinstance(loc, ArgLoc) else loc.path
+    old = get_at(ir, path)
+    assert type(old) is type(new) and all(
+        getattr(old, attr) is getattr(new, attr) for attr, _ in _CHILDREN.get(type(old), ())
+    ), "retag keeps the node's children"
+    return update_at(ir, path, lambda _: new), NodeMap(path, IN_PLACE)
 
 
 def insert(ir: ProcDef, gap: GapPos, stmts: Sequence[Stmt]) -> tuple[ProcDef, SpliceMap]:
@@ -261,11 +283,11 @@ def move(ir: ProcDef, block: BlockLoc, gap: GapPos) -> tuple[ProcDef, MoveMap]:
     old = stmt_list(ir, block.parent, block.attr)
     moved = old[block.lo : block.hi]
     rest = (*old[: block.lo], *old[block.hi :])
-    mid = update_at(ir, block.parent, lambda x: x.replace(**{block.attr: rest}))
+    mid = update_at(ir, block.parent, lambda x: with_field(x, block.attr, rest))
     dparent, dattr, dpos = dest
     target = stmt_list(mid, dparent, dattr)
     lst = (*target[:dpos], *moved, *target[dpos:])
-    out = update_at(mid, dparent, lambda x: x.replace(**{dattr: lst}))
+    out = update_at(mid, dparent, lambda x: with_field(x, dattr, lst))
     return out, MoveMap(block.parent, block.attr, block.lo, block.hi, dest)
 
 
@@ -321,11 +343,16 @@ class Editor:
         *,
         same: Iterable[tuple[Any, Any]] = (),
         hint: str = "",
+        kill_all: bool = False,
     ) -> NodeLoc:
         """``replace_node``; returns the node's location."""
-        ir, m = replace_node(self.ir, loc, new, same=same, hint=hint)
+        ir, m = replace_node(self.ir, loc, new, same=same, hint=hint, kill_all=kill_all)
         self._apply((ir, m))
         return NodeLoc(m.path)
+
+    def retag(self, loc: NodeLoc | ArgLoc, new: Node) -> None:
+        """``retag``: the node at ``loc`` (same place, same identity) becomes ``new``."""
+        self._apply(retag(self.ir, loc, new))
 
     def insert(self, gap: GapPos, stmts: Sequence[Stmt]) -> BlockLoc:
         """``insert``; returns the block of the new statements."""
@@ -359,6 +386,9 @@ class Editor:
 
     def set_proc(self, **changes: Any) -> None:
         """Change fields of the ``ProcDef`` itself that hold no nodes (``name``, ``instr``)."""
-        assert not {"args", "preds", "body"} & set(changes), "use the node operations"
-        self.ir = self.ir.replace(**changes)
+        assert "args" not in changes and "preds" not in changes and "body" not in changes, (
+            "use the node operations"
+        )
+        for attr, value in changes.items():
+            self.ir = with_field(self.ir, attr, value)
         self._maps.append(IDENTITY)

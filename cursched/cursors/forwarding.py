@@ -79,6 +79,8 @@ class Survivors:
 
 
 NO_SURVIVORS = Survivors()
+IN_PLACE = Survivors(subtrees={(0, ()): (0, ())})
+"""The node replaced and everything below it live on where they are (``Editor.retag``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,13 +128,25 @@ def _path_text(path: Path) -> str:
 # control expression depends only on the node and on the bindings of the symbols it reads
 # (``lookup`` is the only access to the environment), so an entry holds those bindings and
 # is reused only where they are equal. Keyed by ``id`` with the node kept alive in the entry;
-# only passing checks are stored; cleared when full.
-_Deps: TypeAlias = tuple[tuple[Sym, "_Var"], ...]
+# only passing checks are stored; cleared when full. Only the *types* of those bindings are
+# kept: whether such a check passes reads nothing else of a binding (its role is named in
+# failure messages only, and its memory matters to calls and window statements, which are
+# not memoized), so a statement after an allocation that changed memory is not checked again.
+_Deps: TypeAlias = tuple[tuple[Sym, Type], ...]
 _CTRL_MEMO: dict[int, tuple[Expr, Value, _Deps]] = {}
 _CTRL_MEMO_LIMIT = 1 << 15
 # The same for assignments and reductions (they bind nothing and hold no statements, and
 # every access to the environment they make goes through ``lookup``).
 _WRITE_MEMO: dict[int, tuple[Stmt, _Deps]] = {}
+
+
+def _holds(env: dict[Sym, _Var], deps: _Deps) -> bool:
+    """Whether every symbol of ``deps`` is bound in ``env`` with the type it had."""
+    for sym, t in deps:
+        var = env.get(sym)
+        if var is None or (var.type is not t and var.type != t):
+            return False
+    return True
 
 
 class _Verifier:
@@ -146,7 +158,7 @@ class _Verifier:
         # before: no memo of expressions or statements, no proc known to be valid
         self.memo = memo
         # the bindings read by the control expression being checked (None: outside one)
-        self.deps: dict[Sym, _Var] | None = None
+        self.deps: dict[Sym, Type] | None = None
         self.cuda_depth = 0  # how many target="cuda" scopes enclose the statement checked
 
     def fail(self, inv: str, path: Path, msg: str, src: SrcInfo | None = None) -> NoReturn:
@@ -169,7 +181,7 @@ class _Verifier:
         if var is None:
             self.fail("sym-defined", path, f"{sym!r} is used where it is not bound", src)
         if self.deps is not None:
-            self.deps[sym] = var
+            self.deps[sym] = var.type
         return var
 
     # -- constants ---------------------------------------------------------------- const-type
@@ -196,12 +208,10 @@ class _Verifier:
         if not isinstance(e, BinOp | USub) or not self.memo:
             return self._ctrl(e, path)
         hit = _CTRL_MEMO.get(id(e))
-        if hit is not None and hit[0] is e:
-            env = self.env
-            if all(env.get(sym) == var for sym, var in hit[2]):
-                if self.deps is not None:
-                    self.deps.update(hit[2])
-                return hit[1]
+        if hit is not None and hit[0] is e and _holds(self.env, hit[2]):
+            if self.deps is not None:
+                self.deps.update(hit[2])
+            return hit[1]
         outer, self.deps = self.deps, {}
         try:
             v = self._ctrl(e, path)
@@ -360,7 +370,7 @@ class _Verifier:
                 ok = isinstance(it, ControlType) and it.name != "bool"
                 if ok and var is not None and it == var.type:
                     if deps is not None:
-                        deps[i.sym] = var
+                        deps[i.sym] = var.type
                     continue
             elif type(i) is Const and type(i.value) is int:
                 ct = i.type
@@ -494,12 +504,10 @@ class _Verifier:
             self.write(s, path)
             return
         hit = _WRITE_MEMO.get(id(s))
-        if hit is not None and hit[0] is s:
-            env = self.env
-            if all(env.get(sym) == var for sym, var in hit[1]):
-                if self.deps is not None:
-                    self.deps.update(hit[1])
-                return
+        if hit is not None and hit[0] is s and _holds(self.env, hit[1]):
+            if self.deps is not None:
+                self.deps.update(hit[1])
+            return
         outer, self.deps = self.deps, {}
         try:
             self.write(s, path)

@@ -35,10 +35,11 @@ the soundness fuzzer runs both and compares them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import is_
+from itertools import compress, count
+from operator import is_, is_not
 
 from cursched.errors import IRVerificationError
-from cursched.ir.nodes import Alloc, For, If, ProcDef, Scope, Stmt, WindowStmt
+from cursched.ir.nodes import Alloc, FnArg, For, If, ProcDef, Scope, Stmt, WindowStmt
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.verify import LOOP_VAR, _Var, _Verifier, known_valid, remember_valid
@@ -49,39 +50,60 @@ _Binds = dict[Sym, _Var]
 _BINDERS = frozenset((Alloc, WindowStmt))  # the statements that bind a symbol in their block
 
 
-def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> int:
-    """How many statements at the start of ``new`` are those of ``old`` (by identity),
-    counted at C speed."""
-    same = list(map(is_, new, old))  # as long as the shorter one
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> tuple[int, int]:
+    """How many statements at the start of ``new`` are those of ``old`` (by identity), and
+    how many at the end of the rest, counted at C speed: each scan stops at the first
+    difference and copies nothing (a block of a big proc is long, its change short)."""
+    m = min(len(new), len(old))
+    a = next(compress(count(), map(is_not, new, old)), m)
+    b = next(compress(count(), map(is_not, reversed(new), reversed(old))), m)
+    return a, min(b, m - a)
+
+
+# The bindings of a parameter list, by the tuple's id (kept alive in the entry): versions of
+# a proc share their parameters, and each step's walk starts from these bindings.
+_PARAMS: dict[int, tuple[tuple[FnArg, ...], _Binds]] = {}
+_PARAMS_LIMIT = 1 << 8
+
+
+def _param_env(args: tuple[FnArg, ...]) -> _Binds:
+    """The bindings of the parameters of a valid proc (not to be mutated)."""
+    hit = _PARAMS.get(id(args))
+    if hit is not None and hit[0] is args:
+        return hit[1]
+    env = {a.sym: _Var(a.type, "param", a.mem) for a in args}
+    if len(_PARAMS) >= _PARAMS_LIMIT:
+        _PARAMS.clear()
+    _PARAMS[id(args)] = (args, env)
+    return env
 
 
 class _StepVerifier(_Verifier):
     """The verifier walking ``new`` against ``old``, skipping what the two share."""
 
-    def proc_since(self, old: ProcDef) -> None:
+    def proc_since(self, old: ProcDef, top: tuple[int, int] | None = None) -> None:
+        """Walk ``p`` against the valid ``old``; ``top``: see ``verify_step``."""
         p = self.p
-        if len(p.args) != len(old.args) or any(
-            a is not b and a != b for a, b in zip(p.args, old.args, strict=True)
+        if p.args is not old.args and (
+            len(p.args) != len(old.args)
+            or any(a is not b and a != b for a, b in zip(p.args, old.args, strict=True))
         ):
             self.proc()
             return
-        if all(map(is_, p.args, old.args)):
+        if p.args is old.args or all(map(is_, p.args, old.args)):
             # the very parameters of the valid ``old``: they hold, only their bindings enter
-            for a in p.args:
-                self.env[a.sym] = _Var(a.type, "param", a.mem)
+            self.env.update(_param_env(p.args))
         else:
             bound: list[Sym] = []
             for k, a in enumerate(p.args):
                 self.fnarg(a, (("args", k),), bound)
         # an assert depends only on the parameters, equal here: the same objects held in old
-        if len(p.preds) != len(old.preds) or not all(map(is_, p.preds, old.preds)):
+        if p.preds is not old.preds and (
+            len(p.preds) != len(old.preds) or not all(map(is_, p.preds, old.preds))
+        ):
             for k, pred in enumerate(p.preds):
                 self.bool_ctrl(pred, (("preds", k),), "an assert")
-        self.block_since(p.body, old.body, (), "body")
+        self.block_since(p.body, old.body, (), "body", top)
         self.verified.add(id(p))
 
     # -- bindings ------------------------------------------------------------------------
@@ -124,20 +146,33 @@ class _StepVerifier(_Verifier):
 
     # -- blocks and statements -----------------------------------------------------------
     def block_since(
-        self, body: tuple[Stmt, ...], old: tuple[Stmt, ...], path: Path, attr: str
+        self,
+        body: tuple[Stmt, ...],
+        old: tuple[Stmt, ...],
+        path: Path,
+        attr: str,
+        shared: tuple[int, int] | None = None,
     ) -> None:
-        """Check ``body`` where ``old`` (valid) was walked under the same bindings."""
+        """Check ``body`` where ``old`` (valid) was walked under the same bindings;
+        ``shared``: how many statements at its start and end are ``old``'s, when the caller
+        knows (else they are counted)."""
         if body is old:
             return
         n, o = len(body), len(old)
-        a = _shared(body, old)
-        b = _shared(body[a:][::-1], old[a:][::-1])
-        bound: list[Sym] = []
-        self.take_all(body[:a], bound)
-        same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
-        if same:
-            self.take_all(body[n - b :], bound)
+        if shared is not None and shared[0] >= 0 and 0 <= shared[1] <= min(n, o) - shared[0]:
+            a, b = shared
         else:
+            a, b = _shared(body, old)
+        bound: list[Sym] = []
+        if a:
+            self.take_all(body[:a], bound)
+        if n == o and a + b == n - 1:  # one statement changed in place, the commonest edit
+            same = self.stmt_since(body[a], old[a], (*path, (attr, a)), bound, True)
+        else:
+            same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
+        # where the bindings after the middle are ``old``'s, the shared suffix holds; its own
+        # bindings are not taken: no statement of this block after it is checked
+        if not same:
             for k in range(n - b, n):
                 self.stmt(body[k], (*path, (attr, k)), bound)
         for sym in bound:
@@ -205,9 +240,20 @@ class _StepVerifier(_Verifier):
         return False
 
 
-def verify_step(new: ProcDef, old: ProcDef | None) -> None:
+def _same_nodes(new: ProcDef, old: ProcDef) -> bool:
+    """Whether ``new`` holds the very parameters, asserts and body of ``old``."""
+    return new.body is old.body and new.args is old.args and new.preds is old.preds
+
+
+def verify_step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None) -> None:
     """Verify ``new``, a version made from ``old``: incrementally where ``old`` is known
     valid (see the module docstring), else the whole proc (``verify_proc``).
+
+    ``top``: ``(a, b)`` when the caller knows, by construction, that the first ``a`` and the
+    last ``b`` statements of ``new.body`` are the very objects of ``old.body``'s (the step's
+    forwarding map says where the edit was: ``registry.top_shared``); they are then not
+    scanned, which on a big proc is most of the walk. A wrong ``top`` hides a change there:
+    only the editor's maps may give it.
 
     Raises:
         IRVerificationError: naming the first broken invariant and where it is broken, as
@@ -215,26 +261,32 @@ def verify_step(new: ProcDef, old: ProcDef | None) -> None:
     """
     if known_valid(new):
         return
+    if old is not None and _same_nodes(new, old) and known_valid(old):
+        remember_valid(new)  # a new name or instruction template: no invariant reads them
+        return
     v = _StepVerifier(new, set())
     if old is not None and known_valid(old):
-        v.proc_since(old)
+        v.proc_since(old, top)
     else:
         v.proc()
     remember_valid(new)
 
 
-def verify_both(new: ProcDef, old: ProcDef) -> tuple[str | None, str | None]:
+def verify_both(
+    new: ProcDef, old: ProcDef, top: tuple[int, int] | None = None
+) -> tuple[str | None, str | None]:
     """The verdicts of the whole-proc walk reusing nothing (``verify_proc(new, memo=False)``)
     and of the incremental walk of ``new`` against ``old``, which must be known valid: each
     ``None`` (passed) or the error's message. They must be equal; the soundness fuzzer
-    compares them on every step it accepts and on corrupted copies of it.
+    compares them on every step it accepts (with the step's ``top``, as the registry gives
+    it) and on corrupted copies of it (without).
     """
     assert known_valid(old), "the incremental walk starts from a proc known valid"
 
     def outcome(v: _Verifier, since: ProcDef | None) -> str | None:
         try:
             if isinstance(v, _StepVerifier) and since is not None:
-                v.proc_since(since)
+                v.proc_since(since, top)
             else:
                 v.proc()
         except IRVerificationError as e:

@@ -35,9 +35,11 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
 4. verifies the new IR when ``settings.verify`` is on (default on; ``CURSCHED_VERIFY=0``
    turns it off): by default incrementally, only what the step changed against its input
    (``cursched.ir.verify_step``; the input is known valid when an earlier verified step
-   made it, else the whole new proc is walked); ``CURSCHED_VERIFY=full`` runs the
-   whole-proc ``verify_proc`` reusing nothing; then it checks that every returned cursor
-   points into the new proc;
+   made it, else the whole new proc is walked), told by the step's map which top-level
+   statements the edit left alone (``top_shared``); a step that only inserted ``pass``
+   statements into one block (its map says so) keeps every invariant and is not walked;
+   ``CURSCHED_VERIFY=full`` runs the whole-proc ``verify_proc`` reusing nothing; then it
+   checks that every returned cursor points into the new proc;
 5. is the API boundary: a ``CurschedError`` leaves through ``errors.at_boundary`` (the
    user's traceback ends at the primitive's call; the internal chain stays on the error);
 6. offers **check-only mode**: ``prim(proc, ..., check_only=True)``, or ``can(prim, proc,
@@ -106,7 +108,9 @@ from cursched.cursors import (
     make_cursor,
 )
 from cursched.cursors.edits import Rewrite
+from cursched.cursors.forwarding import MoveMap, NodeMap, PathMap, SpliceMap
 from cursched.cursors.show import loc_text, show_loc
+from cursched.cursors.tree import stmt_list
 from cursched.errors import (
     CurschedError,
     CursorError,
@@ -116,6 +120,9 @@ from cursched.errors import (
     at_boundary,
     debug_tracebacks,
 )
+from cursched.ir import verify as verify_mod
+from cursched.ir import verify_step as step_mod
+from cursched.ir.nodes import Pass, ProcDef
 from cursched.primitives.arguments import (
     ArgSpec,
     Condition,
@@ -278,6 +285,13 @@ def coerce(proc: Proc, value: Any, want: tuple[type, ...], arg: str, prim: str) 
     """``value`` as a cursor of one of the kinds ``want`` on ``proc`` (see the module doc)."""
     if value is None:
         return None
+    if (
+        isinstance(value, Cursor)
+        and value.proc() is proc
+        and isinstance(value, want)
+        and not isinstance(value, InvalidCursor)
+    ):
+        return value  # already a cursor of this version: nothing to find or forward
     if isinstance(value, Tombstone):
         value.raise_stale(arg, prim)
     if isinstance(value, str):
@@ -425,43 +439,80 @@ class _Primitive:
         self.first_cursor = next(iter(self.plans), None)
         for p, spec in self.specs.items():
             assert spec.at is None or spec.at in self.plans, f"{self.name}: {p} at {spec.at!r}"
+        # Every primitive's parameters are plain positional-or-keyword ones: binding them by
+        # name is then a zip and a default fill (``Signature.bind`` cost more than the whole
+        # rewrite of a small primitive); any other signature binds through ``inspect``.
+        plain = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ps = list(self.sig.parameters.values())
+        self.simple = all(p.kind is plain for p in ps)
+        self.defaults = {p.name: p.default for p in ps[1:] if p.default is not p.empty}
+        self.param_set = frozenset(self.params)
 
-    def resolve(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Any, dict[str, Any], Any]:
-        """The bound arguments as the rewrite takes them, as passed, and as recorded."""
-        name = self.name
-        if not isinstance(proc, Proc):
-            raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
+    def bind(self, proc: Proc, args: Any, kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The arguments after the proc as passed (by parameter name) and with the defaults
+        filled in, both in the signature's order. Raises ``CursorError`` for a call that does
+        not fit the signature (its message is ``inspect``'s)."""
+        if self.simple and len(args) <= len(self.params) and self.param_set.issuperset(kwargs):
+            passed = dict(zip(self.params, args, strict=False))
+            if not kwargs or passed.keys().isdisjoint(kwargs):
+                passed.update(kwargs)
+                if len(passed) == len(self.params):
+                    full = passed if not kwargs else {p: passed[p] for p in self.params}
+                    return full, full
+                if all(p in passed or p in self.defaults for p in self.params):
+                    full = {p: passed[p] if p in passed else self.defaults[p] for p in self.params}
+                    return {p: passed[p] for p in self.params if p in passed}, full
         try:
             bound = self.sig.bind(proc, *args, **kwargs)
         except TypeError as e:
-            raise CursorError(f"{name}: {e}") from None
+            raise CursorError(f"{self.name}: {e}") from None
         passed = dict(bound.arguments)
         bound.apply_defaults()
+        full = dict(bound.arguments)
+        del passed[next(iter(self.sig.parameters))], full[next(iter(self.sig.parameters))]
+        return passed, full
+
+    def resolve(
+        self, proc: Proc, args: Any, kwargs: Any
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """The arguments after the proc by name: as the rewrite takes them, as passed, and
+        as recorded."""
+        name = self.name
+        if not isinstance(proc, Proc):
+            raise CursorError(f"{name} wants a Proc first, got {type(proc).__name__}")
+        passed, full = self.bind(proc, args, kwargs)
+        arguments = dict(full)
         for p, (how, want) in self.plans.items():
-            v = bound.arguments[p]
+            v = arguments[p]
             if how == "one":
-                bound.arguments[p] = coerce(proc, v, want, p, name)
+                arguments[p] = coerce(proc, v, want, p, name)
             else:
                 items = [v] if isinstance(v, str | Cursor) else list(v)
-                bound.arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
+                arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
         # what history() records: cursors forwarded, other arguments as the user wrote them
-        inputs = dict(bound.arguments)
+        inputs = dict(arguments) if self.specs else arguments
         for p, spec in self.specs.items():
             at = spec.at or self.first_cursor
-            where = bound.arguments[at] if at else None
+            where = arguments[at] if at else None
             others: tuple[Cursor, ...] = ()
             if isinstance(where, tuple):  # a sequence of cursors: the first one is the place
                 where, others = (where[0], where[1:]) if where else (None, ())
-            value = bound.arguments[p]
-            bound.arguments[p] = spec.resolve(proc.ir(), value, where, name, others)
-        return bound, passed, inputs
+            value = arguments[p]
+            arguments[p] = spec.resolve(proc.ir(), value, where, name, others)
+        return arguments, passed, inputs
+
+    def call(self, proc: Proc, arguments: dict[str, Any]) -> Rewrite[Any]:
+        """The rewrite on the resolved arguments."""
+        if self.simple:
+            return self.fn(proc, *arguments.values())
+        return self.fn(proc, **arguments)
 
     def check(self, proc: Proc, args: Any, kwargs: Any) -> Verdict:
         """Check-only mode: the verdict of the call (see ``checks_passed``)."""
         token = _CHECK_ONLY.set(True)
         try:
-            bound, _, _ = self.resolve(proc, args, kwargs)  # the argument layer's checks too
-            self.fn(*bound.args, **bound.kwargs)
+            arguments, _, _ = self.resolve(proc, args, kwargs)  # the argument layer's checks
+            self.call(proc, arguments)
         except _ChecksPassed:
             return Verdict(self.name, None, built=False)
         except SchedulingError as e:
@@ -476,41 +527,94 @@ class _Primitive:
         """The call: the rewrite, the new ``Proc`` with its step record, verified, and the
         returned cursors bound to it."""
         name, params = self.name, self.params
-        bound, passed, inputs = self.resolve(proc, args, kwargs)
-        token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
-        try:
-            rw = self.fn(*bound.args, **bound.kwargs)
-        finally:
-            _CHECK_ONLY.reset(token)
+        arguments, passed, inputs = self.resolve(proc, args, kwargs)
+        if _CHECK_ONLY.get():
+            token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
+            try:
+                rw = self.call(proc, arguments)
+            finally:
+                _CHECK_ONLY.reset(token)
+        else:
+            rw = self.call(proc, arguments)
         n_pos = len(args)
+        pos = params[:n_pos]
+        kws = [p for p in params[n_pos:] if p in passed] if kwargs else ()
         record = StepRecord(
-            primitive=name,
-            args=tuple(passed[p] for p in params[:n_pos]),
-            kwargs=tuple((p, passed[p]) for p in params[n_pos:] if p in passed),
-            inputs=tuple(inputs[p] for p in params[:n_pos]),
-            kw_inputs=tuple((p, inputs[p]) for p in params[n_pos:] if p in passed),
-            fmap=rw.fmap,
+            name,
+            tuple(map(passed.__getitem__, pos)),
+            tuple((p, passed[p]) for p in kws),
+            tuple(map(inputs.__getitem__, pos)),
+            tuple((p, inputs[p]) for p in kws),
+            rw.fmap,
             # in the dataclass's field order, which unpacking in history() follows
-            results=tuple((f.name, rw.fields[f.name]) for f in fields(rw.cursors)),
+            tuple((f, rw.fields[f]) for f in _field_names(rw.cursors)),
         )
         new = Proc(rw.ir, parent=proc, step=record)
         if settings.verify:
-            _verify(new, proc, name)
+            _verify(new, proc, name, rw.fmap)
         out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
         return new, out
 
 
-def _verify(proc: Proc, before: Proc, prim: str) -> None:
-    from cursched.ir.verify import verify_proc
-    from cursched.ir.verify_step import verify_step
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    """The fields of a cursors dataclass, in order (read once per class)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
+
+
+def _verify(proc: Proc, before: Proc, prim: str, fmap: PathMap | None = None) -> None:
     try:
         if settings.verify_mode == "full":
-            verify_proc(proc.ir(), memo=False)
+            verify_mod.verify_proc(proc.ir(), memo=False)
+        elif fmap is not None and _passes_inserted(proc.ir(), before.ir(), fmap):
+            verify_mod.remember_valid(proc.ir())
         else:
-            verify_step(proc.ir(), before.ir())
+            top = None if fmap is None else top_shared(fmap, proc.ir(), before.ir())
+            step_mod.verify_step(proc.ir(), before.ir(), top)
     except IRVerificationError as e:
         raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
+
+
+def top_shared(fmap: PathMap, new: ProcDef, old: ProcDef) -> tuple[int, int] | None:
+    """How many statements at the start and at the end of ``new``'s body are ``old``'s, as
+    the step's map says by construction of the edit operations (a splice of the body keeps
+    the statements around it; an edit below one top-level statement, or of it in place,
+    keeps every other, since ``update_at`` rebuilds only the nodes on its path); None where
+    the map does not say (several edits, a move across top-level statements, an edit of the
+    parameters)."""
+    n, o = len(new.body), len(old.body)
+    if isinstance(fmap, SpliceMap):
+        if fmap.parent == () and fmap.attr == "body":
+            return (fmap.lo, o - fmap.hi) if n - fmap.lo - fmap.n_new == o - fmap.hi else None
+        path = fmap.parent
+    elif isinstance(fmap, NodeMap):
+        path = fmap.path
+    elif isinstance(fmap, MoveMap) and fmap.parent and fmap.dest[0][:1] == fmap.parent[:1]:
+        path = fmap.parent  # a move inside one top-level statement (lift_alloc)
+    else:
+        return None
+    if path and path[0][0] == "body" and n == o and 0 <= path[0][1] < n:
+        return path[0][1], n - path[0][1] - 1
+    return None
+
+
+def _passes_inserted(new: ProcDef, old: ProcDef, fmap: PathMap) -> bool:
+    """Whether the step made ``new`` from the valid ``old`` by inserting ``pass`` statements
+    into one block and nothing else, which keeps every invariant (a ``pass`` binds and reads
+    nothing; the statements after it see the same bindings). The step's map says so: one
+    splice removing nothing (the editor rebuilt only the nodes on its path), parameters and
+    asserts the very objects of ``old``."""
+    if not isinstance(fmap, SpliceMap) or fmap.lo != fmap.hi:
+        return False
+    if new.args is not old.args or new.preds is not old.preds or not verify_mod.known_valid(old):
+        return False
+    added = stmt_list(new, fmap.parent, fmap.attr)[fmap.lo : fmap.lo + fmap.n_new]
+    return all(type(s) is Pass for s in added)
 
 
 def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:

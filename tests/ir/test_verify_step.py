@@ -5,6 +5,7 @@ the two catches a blind spot injected into the incremental walk."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +16,7 @@ from cursched.errors import IRVerificationError
 from cursched.frontend import parse_source
 from cursched.ir import verify as verify_mod
 from cursched.ir import verify_step as step_mod
-from cursched.ir.memory import DRAM
+from cursched.ir.memory import DRAM, DRAM_STACK
 from cursched.ir.nodes import ProcDef
 from cursched.ir.paths import Path
 from cursched.ir.verify import known_valid, verify_proc
@@ -127,9 +128,9 @@ def test_the_registry_runs_the_mode_asked(mode: None, monkeypatch: pytest.Monkey
         calls.append(f"full memo={memo}")
         real_full(p, memo=memo)
 
-    def step(new: ProcDef, old: ProcDef | None) -> None:
+    def step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None) -> None:
         calls.append("incremental")
-        real_step(new, old)
+        real_step(new, old, top)
 
     monkeypatch.setattr(verify_mod, "verify_proc", full)
     monkeypatch.setattr(step_mod, "verify_step", step)
@@ -178,3 +179,45 @@ def test_a_proc_asked_for_stays_known_valid_past_the_table_limit() -> None:
         assert known_valid(base)
     assert not known_valid(old)
     assert len(verify_mod._VALID) == verify_mod._VALID_LIMIT
+
+
+def test_a_new_name_is_valid_without_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = _valid()
+    walks: list[str] = []
+    monkeypatch.setattr(step_mod._StepVerifier, "proc_since", lambda *a: walks.append("walk"))
+    verify_step(old.replace(name="g"), old)
+    assert walks == []
+    verify_step(old.replace(name="h", body=old.body[:1]), old)  # a body of its own: walked
+    assert walks == ["walk"]
+
+
+def test_a_shared_write_is_checked_again_where_a_binding_changed_type() -> None:
+    # ``t[i] = x[i]`` passed under t: f32[n]; the very node after t became a scalar (or a
+    # rank-2 tensor) must fail: the memo of writes keys the bindings it read by their types
+    old = _valid()
+    verify_proc(old)  # the walk with the memo, as a step's verification leaves it
+    alloc = old.body[0]
+    for t in (alloc.type.elem, dataclasses.replace(alloc.type, shape=(*alloc.type.shape,) * 2)):  # type: ignore[attr-defined]
+        new = old.replace(body=(alloc.replace(type=t), *old.body[1:]))
+        with pytest.raises(IRVerificationError, match=r"\[index-count\]") as e:
+            verify_step(new, old)
+        assert str(e.value) == _full_error(new)
+
+
+def test_a_binding_that_changed_memory_only_keeps_its_uses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    old = _valid()
+    verify_proc(old)  # the walk with the memo, as a step's verification leaves it
+    alloc = old.body[0]
+    new = old.replace(body=(alloc.replace(mem=DRAM_STACK), *old.body[1:]))
+    checked: list[object] = []
+    real = verify_mod._Verifier.write
+    monkeypatch.setattr(
+        verify_mod._Verifier,
+        "write",
+        lambda self, s, path: checked.append(s) or real(self, s, path),
+    )
+    verify_step(new, old)
+    assert checked == []  # every write of t was checked in old under the same types
+    assert verify_both(new, old) == (None, None)

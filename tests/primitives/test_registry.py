@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cursched import CursorError, PatternError, insert_pass, proc, reorder_stmts
+from cursched import CursorError, PatternError, delete_pass, insert_pass, proc, reorder_stmts
 from cursched.cursors import (
     AllocCursor,
     ArgCursor,
@@ -156,3 +156,131 @@ def test_cursors_table_lines_are_those_of_the_printed_proc() -> None:
     ]
     lines = str(f).splitlines()
     assert lines[3].strip() == "t = x[i]" and lines[4].strip() == "x[i] = t * 2.0"
+
+
+def test_arguments_bind_by_position_keyword_and_default() -> None:
+    e = f.find("t * 2.0")
+    p, c = touch(f, "t")
+    assert p.step().args == ("t",) and p.step().kwargs == () and c.exprs == ()  # type: ignore[union-attr]
+    p, c = touch(f, buf="t", exprs=[e])
+    step = p.step()
+    assert step is not None and step.args == () and step.kwargs == (("buf", "t"), ("exprs", [e]))
+    assert step.kw_inputs[1] == ("exprs", (e,)) and c.exprs[0].loc == e.loc
+    p, _ = touch(f, "t", exprs=())
+    assert p.step().kwargs == (("exprs", ()),)  # type: ignore[union-attr]
+    with pytest.raises(CursorError, match="touch: multiple values for argument 'buf'"):
+        touch(f, "t", buf="t")
+    with pytest.raises(CursorError, match="touch: got an unexpected keyword argument 'bogus'"):
+        touch(f, "t", bogus=1)
+    with pytest.raises(CursorError, match="touch: too many positional arguments"):
+        touch(f, "t", (), 3)
+
+
+_RECEIVED: list[object] = []
+
+
+@primitive
+def receive(proc: Proc, buf: Buffer) -> Rewrite[BufCursors]:
+    _RECEIVED.append(buf)
+    return Editor(proc.ir()).done(BufCursors, buffer=buf.loc, exprs=(), nothing=NoLoc("n/a"))
+
+
+def test_a_cursor_of_this_version_is_used_as_it_is() -> None:
+    c = f.find_alloc_or_arg("t")
+    _RECEIVED.clear()
+    receive(f, c)
+    assert _RECEIVED[0] is c  # nothing to find or forward
+    p, _ = insert_pass(f, f.find("t = _").before())
+    receive(p, c)  # from the parent version: forwarded
+    got = _RECEIVED[1]
+    assert isinstance(got, AllocCursor) and got.proc() is p and got.node() is c.node()
+    with pytest.raises(CursorError, match="wants a Alloc or Arg cursor"):
+        receive(f, f.find("t = _"))
+
+
+def test_a_pass_inserted_needs_no_walk_in_the_default_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cursched.ir import verify as verify_mod
+    from cursched.ir import verify_step as step_mod
+
+    walks: list[str] = []
+    real_step, real_full = step_mod.verify_step, verify_mod.verify_proc
+    monkeypatch.setattr(step_mod, "verify_step", lambda *a: walks.append("step") or real_step(*a))
+    monkeypatch.setattr(
+        verify_mod,
+        "verify_proc",
+        lambda p, memo=True: walks.append("full") or real_full(p, memo=memo),
+    )
+    p, c = insert_pass(f, f.find("t = _").before())
+    assert walks == [] and verify_mod.known_valid(p.ir()) and c.stmt.kind() == "Pass"
+    delete_pass(p, c.stmt)  # any other edit is verified
+    assert walks == ["step"]
+    with pytest.raises(IRVerificationError, match="break_ir made v1 of f: "):
+        break_ir(f, f.find_loop("i"))  # an inserted statement that is not `pass`
+    saved = settings.verify_mode
+    settings.verify_mode = "full"
+    try:
+        insert_pass(f, f.find("t = _").before())
+    finally:
+        settings.verify_mode = saved
+    assert walks == ["step", "step", "full"]
+
+
+@proc
+def three(n: size, x: f32[n] @ DRAM, y: f32[n] @ DRAM, z: f32[n] @ DRAM):
+    for i in seq(0, n):
+        x[i] = 1.0
+    for j in seq(0, n):
+        y[j] = 2.0
+    for k in seq(0, n):
+        z[k] = 3.0
+
+
+def test_top_shared_reads_where_the_step_edited(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cursched import parallelize_loop, reorder_stmts
+    from cursched.ir import verify_step as step_mod
+    from cursched.primitives.registry import top_shared
+
+    def top(p: Proc) -> tuple[int, int] | None:
+        step, parent = p.step(), p.parent()
+        assert step is not None and parent is not None
+        return top_shared(step.fmap, p.ir(), parent.ir())
+
+    assert top(insert_pass(three, three.find_loop("j").after())[0]) == (2, 1)  # a splice
+    assert top(parallelize_loop(three, "j")[0]) == (1, 1)  # in place (retag)
+    assert top(insert_pass(three, three.find("y[j] = _").after())[0]) == (1, 1)  # below j
+    assert top(reorder_stmts(three, three.find_loop("i").expand(0, 1))[0]) is None  # a move
+    # the top block is not scanned where the map says what it keeps; below it, it is
+    scanned: list[int] = []
+    real = step_mod._shared
+    monkeypatch.setattr(step_mod, "_shared", lambda a, b: scanned.append(len(a)) or real(a, b))
+    p, _ = parallelize_loop(three, "k")
+    assert scanned == [] and p.ir().body[2].mode == "par"
+    insert_pass(three, three.find("y[j] = _").after())  # only pass: no walk at all
+    delete_pass(insert_pass(three, three.find("y[j] = _").after())[0], "pass")
+    assert scanned == [1]  # j's body (one statement again), not the top block of 3
+
+
+@proc
+def nested_alloc(n: size, x: f32[n, 4] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(0, n):
+        y[i] = 0.0
+    for i in seq(0, n):
+        for j in seq(0, 4):
+            t: f32 @ DRAM
+            t = x[i, j]
+            x[i, j] = t * 2.0
+    for i in seq(0, n):
+        y[i] = 1.0
+
+
+def test_top_shared_of_a_move_inside_one_statement() -> None:
+    from cursched import lift_alloc
+    from cursched.primitives.registry import top_shared
+
+    p, _ = lift_alloc(nested_alloc, "t")  # out of j, still inside the second loop
+    step, parent = p.step(), p.parent()
+    assert step is not None and parent is not None
+    assert top_shared(step.fmap, p.ir(), parent.ir()) == (1, 1)
+    q, _ = lift_alloc(p, "t")  # out of i: to the top block, which changes
+    step = q.step()
+    assert step is not None and top_shared(step.fmap, q.ir(), p.ir()) is None

@@ -67,7 +67,7 @@ from cursched.testing.precision import widened_to_f64
 from tests.primitives.fuzzcompile import compare_compiled, compilable
 from tests.primitives.fuzzgen import ENV, HELPERS, proc_text
 from tests.primitives.fuzzsteps import NoTarget, available_steps
-from tests.primitives.verify_agree import check_agree_corrupted
+from tests.primitives.verify_agree import check_agree_corrupted, step_top
 
 EXAMPLES = int(os.environ.get("CURSCHED_FUZZ_EXAMPLES", "0"))
 MAX_STEPS = int(os.environ.get("CURSCHED_FUZZ_STEPS", "6"))
@@ -305,7 +305,7 @@ def run_schedule(
         try:
             assert isinstance(new, Proc)
             # both verification modes, on the step and on corrupted copies (issue 16)
-            check_agree_corrupted(p.ir(), new.ir(), seed=len(log))
+            check_agree_corrupted(p.ir(), new.ir(), seed=len(log), top=step_top(p, new))
             check_cursors(new, cursors)
             check_equivalent(original, new, log)
             check_par_loops(original, new, log)

@@ -18,13 +18,16 @@ from cursched.ir.nodes import Alloc, ProcDef, WindowStmt
 from cursched.ir.paths import Path
 from cursched.ir.verify import known_valid, verify_proc
 from cursched.ir.verify_step import verify_both
+from cursched.primitives.registry import top_shared
+from cursched.proc import Proc
 
 
-def check_agree(old: ProcDef, new: ProcDef) -> None:
-    """Full and incremental verification of ``new`` (a step from ``old``) agree."""
+def check_agree(old: ProcDef, new: ProcDef, top: tuple[int, int] | None = None) -> None:
+    """Full and incremental verification of ``new`` (a step from ``old``) agree; ``top``: what
+    the step's map says of the body (``registry.top_shared``), as the registry passes it."""
     if not known_valid(old):
         verify_proc(old, memo=False)
-    full, incremental = verify_both(new, old)
+    full, incremental = verify_both(new, old, top)
     assert full == incremental, (
         f"verification modes disagree: full says {full or 'valid'}, "
         f"incremental says {incremental or 'valid'}"
@@ -67,8 +70,22 @@ def corruptions(new: ProcDef, seed: int, count: int = 4) -> list[ProcDef]:
     return out
 
 
-def check_agree_corrupted(old: ProcDef, new: ProcDef, seed: int) -> None:
-    """``check_agree`` on ``new`` and on corrupted copies of it."""
+def check_agree_corrupted(
+    old: ProcDef, new: ProcDef, seed: int, top: tuple[int, int] | None = None
+) -> None:
+    """``check_agree`` on ``new`` (with the step's ``top``, and without) and on corrupted
+    copies of it (without: a corruption is no edit of the editor's, its map says nothing)."""
     check_agree(old, new)
+    if top is not None:
+        check_agree(old, new, top)
     for bad in corruptions(new, seed):
         check_agree(old, bad)
+
+
+def step_top(old: Proc, new: Proc) -> tuple[int, int] | None:
+    """The ``top`` the registry gave the verification of ``new``, when one primitive made it
+    from ``old``."""
+    step = new.step()
+    if new.parent() is not old or step is None:
+        return None
+    return top_shared(step.fmap, new.ir(), old.ir())

@@ -11,6 +11,7 @@ import dataclasses
 from cursched.cursors import AllocCursor, ArgCursor, ArgLoc, BlockLoc, Editor, NodeLoc
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.locs import format_path
+from cursched.cursors.tree import with_field
 from cursched.errors import (
     BadArgumentError,
     IndirectUseError,
@@ -185,8 +186,7 @@ def set_memory(proc: Proc, buf: Buffer, mem: type[Memory]) -> Rewrite[BufferCurs
         )
     checks_passed()
     ed = Editor(ir)
-    new = node.replace(mem=mem)
-    ed.replace_node(_loc(buf), new, same=[(node, new)])
+    ed.retag(_loc(buf), with_field(node, "mem", mem))  # the same buffer, another memory
     return _done(ed, _loc(buf))
 
 

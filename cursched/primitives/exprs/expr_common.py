@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 from cursched.analysis import affine as af
@@ -24,7 +23,7 @@ from cursched.analysis import smt
 from cursched.analysis.context import PathContext
 from cursched.analysis.effects import block_effects
 from cursched.cursors import ExprCursor
-from cursched.cursors.tree import walk
+from cursched.cursors.tree import copy_tree, walk
 from cursched.errors import BadArgumentError
 from cursched.ir.config import ConfigField
 from cursched.ir.nodes import (
@@ -46,7 +45,6 @@ from cursched.ir.nodes import (
 )
 from cursched.ir.paths import Path, get_at, is_prefix
 from cursched.ir.symbols import Sym
-from cursched.ir.traversal import map_expr_children
 from cursched.ir.types import DataType, TensorType, Type
 from cursched.primitives.registry import fail
 
@@ -84,7 +82,8 @@ reassociating is not)."""
 
 def fresh(e: Expr) -> Expr:
     """``e`` rebuilt from new node objects throughout (same symbols, same types)."""
-    return dataclasses.replace(map_expr_children(e, fresh))
+    out: Expr = copy_tree(e)
+    return out
 
 
 def stmt_path_of(ir: ProcDef, path: Path) -> Path:

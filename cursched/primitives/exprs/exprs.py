@@ -224,7 +224,9 @@ def commute_expr(proc: Proc, exprs: tuple[ExprCursor, ...]) -> Rewrite[CommuteEx
     for e, path in zip(exprs, paths, strict=True):
         node = e.node()
         new = BinOp(node.op, fresh(node.rhs), fresh(node.lhs), node.type)
-        out.append(ed.replace_node(NodeLoc(path), new, hint="commuted by commute_expr; use .expr"))
+        hint = "commuted by commute_expr; use .expr"
+        # every node of ``new`` is new: the operation and its operands die (see Forwards)
+        out.append(ed.replace_node(NodeLoc(path), new, hint=hint, kill_all=True))
     return ed.done(CommuteExprCursors, expr=tuple(out))
 
 

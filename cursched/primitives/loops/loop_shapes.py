@@ -21,7 +21,7 @@ from cursched.analysis.checks import (
 from cursched.analysis.context import context_of
 from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc
 from cursched.cursors.edits import Rewrite
-from cursched.cursors.tree import stmt_list
+from cursched.cursors.tree import stmt_list, with_field
 from cursched.errors import BadNameError, RaceError, ShapeMismatchError
 from cursched.ir.nodes import (
     Expr,
@@ -307,8 +307,8 @@ def parallelize_loop(proc: Proc, loop: ForCursor) -> Rewrite[ParallelizeLoopCurs
         raise safety(ParallelizeRaceError, name, e, loop) from e
     checks_passed()
     ed = Editor(ir)
-    out = ed.replace(loop.as_block().block(), (L.replace(mode="par"),))
-    return ed.done(ParallelizeLoopCursors, loop=NodeLoc(out.stmt_paths()[0]))
+    ed.retag(NodeLoc(path), with_field(L, "mode", "par"))  # the same loop, body untouched
+    return ed.done(ParallelizeLoopCursors, loop=NodeLoc(path))
 
 
 __all__ = [
