@@ -74,7 +74,7 @@ from cursched.ir.nodes import (
     WindowExpr,
     WindowStmt,
 )
-from cursched.ir.traversal import walk_stmts, written_args
+from cursched.ir.traversal import free_syms_expr, walk_stmts, written_args
 from cursched.ir.types import ControlType, DataType, TensorType
 
 __all__ = ["MEMORYVIEW_FORMATS", "CompiledProc", "Compiler", "GeneralFunctions", "new_buffer"]
@@ -395,15 +395,22 @@ class Compiler(LoopCompiler):
         self.ns.update(_MISS=_MISSING, _nd=np.ndarray, _mv=memoryview)
         out = self._run_binding(names, [a.sym.name for a in pd.args])
         self._plan_dot_lists(written)
-        arrays: list[str] = []
+        arrays: list[tuple[str, bool]] = []
         back: list[str] = []
         for i, (a, n) in enumerate(zip(pd.args, names, strict=True)):
             out += self._run_check(a, n, i in written, back)
             self._fast_buf(a, n, i in written)
             if not isinstance(a.type, ControlType):
-                arrays.append(n)
+                arrays.append((n, i in written))
         # distinct arrays that own their memory cannot overlap; the same one twice shares
-        same = [f"{p} is {q}" for x, p in enumerate(arrays) for q in arrays[x + 1 :]]
+        # (one array passed for two parameters the run only reads is two equal lists, or
+        # read in place twice: the same reads)
+        same = [
+            f"{p} is {q}"
+            for x, (p, wp) in enumerate(arrays)
+            for q, wq in arrays[x + 1 :]
+            if wp or wq
+        ]
         if same:
             out.append(f"    if {' or '.join(same)}: return False")
         return out + self._run_body(back)
@@ -505,28 +512,49 @@ class Compiler(LoopCompiler):
             # read only: its value in a list (the array owns its memory: nothing the run
             # writes can change it)
             return [*out, f"    {n}_d = [{n}.item()]"]
-        # (an empty array is never indexed, and a memoryview of one cannot be cast)
-        flat = "_m" if rank == 1 else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
+        return out + self._run_view(a, n, rank, written, dims)
+
+    def _run_view(
+        self, a: FnArg, n: str, rank: int, written: bool, dims: tuple[str, ...]
+    ) -> list[str]:
+        """``_run``'s flat data ``{n}_d`` of array argument ``a`` (local ``n``, of a type a
+        memoryview indexes), and its check of the layout and, written, of writeability.
+
+        An array of rank 2 or more is flattened by ``ravel``, which returns a view of it (a
+        new array whose base is it) exactly when it is C-contiguous (it owns its memory:
+        ``_run_check``), else a copy: one test for both, and a one-dimensional memoryview
+        of the view needs no casts (an empty one is never indexed)."""
+        dt = a.type.elem.np_dtype if isinstance(a.type, TensorType) else a.type.np_dtype
+        out: list[str] = []
+        src = n
+        if rank >= 2:
+            src = f"{n}_r"
+            out += [f"    {src} = {n}.ravel()", f"    if {src}.base is not {n}: return False"]
         if not written:
             # read only: a list of its elements (the same Python numbers a memoryview's
             # reads give), which is read faster; a big one, of which the proc may read a
             # little, stays a memoryview
-            listed = f"{n}.tolist()" if rank == 1 else f"{n}.ravel().tolist()"
             # (its size from the shape's ints: numpy's .size costs as much as a check)
             size = " * ".join(dims) or "1"
-            made = [
-                f"if {size} <= {_LIST_MAX}: {n}_d = {listed}",
-                f"else: _m = _mv({n}); {n}_d = {flat}",
-            ]
-            check = f"    if not {n}.flags.c_contiguous: return False"
+            listed, viewed = f"{n}_d = {src}.tolist()", f"{n}_d = _mv({src})"
+            known = na.literal_value(size)
+            if known is None:
+                made = [f"if {size} <= {_LIST_MAX}: {listed}", f"else: {viewed}"]
+            else:  # a shape of literals: decided here
+                made = [listed if known <= _LIST_MAX else viewed]
+            if rank < 2:
+                out.append(f"    if not {n}.flags.c_contiguous: return False")
             if a.sym in self.deferred:
                 # read only by dot-product nests, which numpy may run on the array itself:
                 # made where their loops run, if they do (``LoopCompiler.dot_lists``)
                 self.deferred[a.sym] = [f"if {n}_d is None:", *(f"    {m}" for m in made)]
-                return [*out, check, f"    {n}_d = None"]
-            return [*out, check, *(f"    {m}" for m in made)]
+                return [*out, f"    {n}_d = None"]
+            return [*out, *(f"    {m}" for m in made)]
+        # (a memoryview of a 0-d array, a data scalar's (), cannot be indexed: cast, unless
+        # empty, which is never indexed and cannot be cast)
+        flat = "_m" if rank else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
         bad = "not _m.c_contiguous or _m.readonly"
-        return [*out, f"    _m = _mv({n})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
+        return [*out, f"    _m = _mv({src})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
 
     def _run_body(self, back: list[str]) -> list[str]:
         """``_run``'s end: strides, the asserts, the configuration reset, the body (the
@@ -571,8 +599,11 @@ class Compiler(LoopCompiler):
     def block(self, body: tuple[Stmt, ...]) -> None:
         """Emit the statements of ``body`` in order (``pass`` when none emits anything)."""
         n = len(self.lines)
-        for s in body:
-            self.stmt(s)
+        for k, s in enumerate(body):
+            if isinstance(s, Alloc) and _assigned_next(s, body[k + 1 : k + 2]):
+                self._stmt_alloc(s, filled=False)
+            else:
+                self.stmt(s)
         if len(self.lines) == n:
             self.line("pass")
 
@@ -653,7 +684,9 @@ class Compiler(LoopCompiler):
             return "_R[0]"
         return code
 
-    def _stmt_alloc(self, s: Alloc) -> None:
+    def _stmt_alloc(self, s: Alloc, filled: bool = True) -> None:
+        """An allocation; ``filled=False``: a data scalar the next statement assigns without
+        reading it, whose fill value, held in a local, nothing can see (``_assigned_next``)."""
         n = self.name(s.sym)
         if isinstance(s.type, DataType):
             fill = self.lit(_fill(s.type.np_dtype))
@@ -662,7 +695,8 @@ class Compiler(LoopCompiler):
                 self.line(f"{n}_d = [{fill}]")
             else:
                 self.bufs[s.sym] = Buf(n, "0", (), (), s.type, local=True)
-                self.line(f"{n} = {fill}")
+                if filled:
+                    self.line(f"{n} = {fill}")
             return
         dims: list[str] = []
         for k, e in enumerate(s.type.shape):
@@ -738,6 +772,22 @@ class Compiler(LoopCompiler):
                 return [box, "0"]
             case _:
                 assert_never(t)
+
+
+def _assigned_next(s: Alloc, after: tuple[Stmt, ...]) -> bool:
+    """Whether data scalar ``s`` is assigned by the statement right after it (``after``, that
+    statement or none) with a right-hand side that does not read it: its fill value is then
+    overwritten before anything reads it (in a local, a failing right-hand side leaves
+    nothing that could show it)."""
+    if not isinstance(s.type, DataType) or len(after) != 1:
+        return False
+    nxt = after[0]
+    return (
+        isinstance(nxt, Assign)
+        and nxt.sym == s.sym
+        and not nxt.idx
+        and s.sym not in free_syms_expr(nxt.rhs)
+    )
 
 
 # ------------------------------------------------------------------------- error builders
