@@ -512,19 +512,20 @@ class Compiler(LoopCompiler):
             # read only: its value in a list (the array owns its memory: nothing the run
             # writes can change it)
             return [*out, f"    {n}_d = [{n}.item()]"]
-        return out + self._run_view(a, n, rank, written, dims)
+        return out + self._run_view(a, n, (rank, dt.char), written, dims)
 
     def _run_view(
-        self, a: FnArg, n: str, rank: int, written: bool, dims: tuple[str, ...]
+        self, a: FnArg, n: str, kind: tuple[int, str], written: bool, dims: tuple[str, ...]
     ) -> list[str]:
-        """``_run``'s flat data ``{n}_d`` of array argument ``a`` (local ``n``, of a type a
-        memoryview indexes), and its check of the layout and, written, of writeability.
+        """``_run``'s flat data ``{n}_d`` of array argument ``a`` (local ``n``, ``kind`` its
+        rank and element type's ``dtype.char``, one a memoryview indexes), and its check of
+        the layout and, written, of writeability.
 
         An array of rank 2 or more is flattened by ``ravel``, which returns a view of it (a
         new array whose base is it) exactly when it is C-contiguous (it owns its memory:
         ``_run_check``), else a copy: one test for both, and a one-dimensional memoryview
         of the view needs no casts (an empty one is never indexed)."""
-        dt = a.type.elem.np_dtype if isinstance(a.type, TensorType) else a.type.np_dtype
+        rank, char = kind
         out: list[str] = []
         src = n
         if rank >= 2:
@@ -552,7 +553,7 @@ class Compiler(LoopCompiler):
             return [*out, *(f"    {m}" for m in made)]
         # (a memoryview of a 0-d array, a data scalar's (), cannot be indexed: cast, unless
         # empty, which is never indexed and cannot be cast)
-        flat = "_m" if rank else f"_m.cast('B').cast({dt.char!r}) if _m.nbytes else []"
+        flat = "_m" if rank else f"_m.cast('B').cast({char!r}) if _m.nbytes else []"
         bad = "not _m.c_contiguous or _m.readonly"
         return [*out, f"    _m = _mv({src})", f"    if {bad}: return False", f"    {n}_d = {flat}"]
 
