@@ -113,3 +113,41 @@ def test_a_scalar_read_by_its_first_assignment_keeps_its_fill() -> None:
     y = np.zeros(2, np.float32)
     self_read.interpret(2, y)
     assert np.isnan(y).all()
+
+
+def test_rounder_temporaries_read_directly_only_where_nothing_can_round_in_between() -> None:
+    from cursched.interp.compile import read_rounder_directly as direct
+
+    body = ["    _R[0] = (a + b)", "    _t1 = _R[0]", "    _R[0] = (_t1 + c)"]
+    assert direct(body) == ["    _R[0] = (a + b)", "    _R[0] = (_R[0] + c)"]
+    store = ["    _t2 = _R[0]", "    y_d[_w + 1] = (_t2 / 3.0)"]
+    assert direct(store) == ["    y_d[_w + 1] = (_R[0] / 3.0)"]
+    kept = [
+        ["    _t1 = _R[0]", "    _R[0] = (_t1 * _t1)"],  # two uses
+        ["    _t1 = _R[0]", "    _R[0] = (a * b)", "    _R[0] = (_t1 + c)"],  # not next
+        ["    _t1 = _R[0]", "    _R[0] = (f(a) + _t1)"],  # a call may round
+        ["    _t1 = _R[0]", "        _R[0] = (_t1 + c)"],  # another block
+        ["    _t1 = _R[0]", "    else: x = _t1"],
+        ["    _t1 = _R[0]", "    _R[0] = (_t1 + c)", "    z = _t1"],  # used later
+    ]
+    for lines in kept:
+        assert direct(lines) == lines
+    # a loop's copies repeat its lines: each definition then its one use
+    twice = body[1:] * 2
+    assert direct(twice) == ["    _R[0] = (_R[0] + c)"] * 2
+    assert direct([*twice, "    z = _t1"]) == [*twice, "    z = _t1"]
+
+
+def test_rounder_read_directly_gives_the_same_bits() -> None:
+    # blur_2pass's chains ``(a + b) + c`` then ``/ 3``: each operation still rounded
+    from corpus.procs_kernels import blur_2pass
+
+    src = compiled(blur_2pass.ir()).run_source
+    assert "(_R[0] + " in src
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((5, 8)) * 1e30).astype(np.float32)
+    x[1, 2] = np.inf
+    y1, y2 = np.zeros_like(x), np.zeros_like(x)
+    blur_2pass.interpret(5, 8, x, y1)
+    blur_2pass.interpret(5, 8, x[:], y2[:])  # views: the general binding's body
+    assert np.array_equal(y1.view(np.uint32), y2.view(np.uint32))
