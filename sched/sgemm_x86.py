@@ -52,6 +52,7 @@ included) and prints the micro-kernel's C.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -488,57 +489,83 @@ def right_into_blocks(
 def zero_into_first_block(
     p: Proc, t: Target, zero: ForCursor, ko: StmtCursor, rem: StmtCursor
 ) -> Proc:
-    """Drop the zeroing pass over the MC blocks' whole tiles (``zero``: ``C = 0`` over all
-    of C): the K remainder (the ``if`` ``rem``) moved before the K blocks (``ko``; two
+    """Drop the zeroing pass over the whole MR x NR tiles (``zero``: ``C = 0`` over all of
+    C): the K remainder (the ``if`` ``rem``) moved before the K blocks (``ko``; two
     reductions commute) runs first whenever ``K % KC > 0``, and there each tile's zeroing
     joins its kernel (``zero_tiles``), which then writes C (``microkernel(first=True)``)
-    instead of adding to it; the rest of C (edges, tail rows) and ``K % KC == 0`` keep the
-    pass. Measured by hand-edited C (wave 5): the pass costs 1.2-3.2% at 768 and 1000."""
-    mc, nr = t.mr * t.mcb, t.nr
+    instead of adding to it; the edges (right, bottom) and ``K % KC == 0`` keep the pass.
+    The zeroing of the MC blocks' rows (``z``) and of the tail rows past them (``z2``) go
+    into each of the remainder's forms (``pack_remainder``: ``specialize`` on the same
+    condition, then ``fuse`` of the two ``if``)."""
+    mc, mr, nr = t.mr * t.mcb, t.mr, t.nr
     p, icut = cut_loop(p, zero, f"{mc} * (M / {mc})")
-    p, jcut = cut_loop(p, icut.first.body()[0], f"{nr} * (N / {nr})")
-    p, f = fission(p, jcut.first.after(), n_lifts=1)
-    z: StmtCursor = f.first
+    p, tcut = cut_loop(p, icut.second, f"{mr} * (M / {mr})")
+    nests = []
+    for rows in (icut.first, tcut.first):
+        p, jcut = cut_loop(p, p.forward(rows).body()[0], f"{nr} * (N / {nr})")
+        p, f = fission(p, jcut.first.after(), n_lifts=1)
+        nests.append(f.first)
+    z, z2 = nests
     p, _ = reorder_stmts(p, p.forward(ko).expand(0, 1))
-    while p.forward(z).next() != p.forward(rem):
-        p, _ = reorder_stmts(p, p.forward(z).expand(0, 1))
-    p, sp = specialize(p, p.forward(z), f"K % {t.kc} > 0")
+    p = sink(p, z, lambda q, s: s == q.forward(rem))
+    p = sink(p, z2, lambda q, s: s == q.forward(z))
+    p, sp = specialize(p, p.forward(z2).expand(0, 1), f"K % {t.kc} > 0")
     p, fu = fuse(p, sp.branches[0], p.forward(rem))
-    z = fu.first_body[0]
-    sites = []
-    conds = [f"K <= {t.rows_k} and N <= {t.rows_k}", f"K <= {t.rows_k}"] if t.rows_k else []
-    for cond in conds:  # into each of the remainder's forms (``pack_remainder``)
-        while not isinstance(p.forward(z).next(), IfCursor):  # past Bq's packing
-            p, _ = reorder_stmts(p, p.forward(z).expand(0, 1))
-        p, sp = specialize(p, p.forward(z), cond)
+    if not t.rows_k:  # one form: the MC blocks, then the tail rows
+        p = zero_tiles(p, t, fu.first_body[1])
+        return zero_tiles(p, t, fu.first_body[0], tail=True)
+    z2, z = fu.first_body[0], fu.first_body[1]
+    p, sp = specialize(p, p.forward(z2).expand(0, 1), f"K <= {t.rows_k} and N <= {t.rows_k}")
+    p, fu = fuse(p, sp.branches[0], p.forward(sp.branches[0]).next())
+    p = zero_tiles(p, t, fu.first_body[1])  # A's and B's rows in place
+    p = zero_tiles(p, t, fu.first_body[0], tail=True)
+    z2, z = p.forward(fu.fused).orelse()[0], p.forward(fu.fused).orelse()[1]
+    for s in (z, z2):  # B packed: each into its ``if K <= rows_k`` (A's rows or Aq / Au)
+        p = sink(p, s, lambda q, n: isinstance(n, IfCursor) and n != q.forward(z))
+        p, sp = specialize(p, p.forward(s), f"K <= {t.rows_k}")
         p, fu = fuse(p, sp.branches[0], p.forward(sp.branches[0]).next())
-        sites.append(fu.first_body[0])
-        z = p.forward(fu.fused).orelse()[0]
-    sites.append(z)
-    for s in sites:
-        p = zero_tiles(p, t, s)
+        for site in (fu.first_body[0], p.forward(fu.fused).orelse()[0]):
+            p = zero_tiles(p, t, site, tail=s is z2)
+        z = fu.fused  # the tail rows' zeroing goes past the MC blocks' ``if``
     return p
 
 
-def zero_tiles(p: Proc, t: Target, zero: StmtCursor) -> Proc:
+def sink(p: Proc, s: StmtCursor, stop: Callable[[Proc, StmtCursor], bool]) -> Proc:
+    """Move ``s`` down past the statements after it until ``stop(p, next)``
+    (``reorder_stmts``: each swap proven to commute)."""
+    while not stop(p, nxt := p.forward(s).next()):
+        assert isinstance(nxt, StmtCursor)
+        p, _ = reorder_stmts(p, p.forward(s).expand(0, 1))
+    return p
+
+
+def zero_tiles(p: Proc, t: Target, zero: StmtCursor, tail: bool = False) -> Proc:
     """Tile ``zero`` (``C = 0`` on the MC blocks' rows and the whole panels' columns) as the
     MC blocks' loops that follow it (``ic, jo, ir``: maybe past an allocation and A's
-    packing) and fuse it into them: each tile's zeroing right before its kernel's nest."""
+    packing) and fuse it into them: each tile's zeroing right before its kernel's nest.
+    With ``tail``, ``zero`` is the tail rows' (``jo, ir``)."""
     mr, nr = t.mr, t.nr
     z = p.forward(zero)
     assert isinstance(z, ForCursor)
-    p, s1 = split(p, z, mr * t.mcb, ("ic", "zr"), tail="perfect")
-    p, s2 = split(p, s1.inner, mr, ("ir", "ii"), tail="perfect")
-    p, s3 = split(p, p.forward(s2.inner).body()[0], nr, ("jo", "ji"), tail="perfect")
-    p, _ = reorder_loops(p, s2.inner)  # ic, ir, jo, ii
-    p, _ = reorder_loops(p, s2.outer)  # ic, jo, ir, ii
-    while not ((s := p.forward(s1.outer).next()) and isinstance(s, ForCursor) and s.name() == "ic"):
-        p, _ = reorder_stmts(p, p.forward(s1.outer).expand(0, 1))  # past Bq's, Aq's allocation
-    p, fc = fuse(p, p.forward(s1.outer), p.forward(s1.outer).next())
-    zj = fc.first_body[0]
-    while not ((s := p.forward(zj).next()) and isinstance(s, ForCursor) and s.name() == "jo"):
-        p, _ = reorder_stmts(p, p.forward(zj).expand(0, 1))  # past A's packing
-    p, fj = fuse(p, p.forward(zj), p.forward(zj).next())
+    if tail:
+        p, sh = shift_loop(p, z, 0)
+        p, s2 = split(p, sh.loop, mr, ("ir", "ii"), tail="perfect")
+        p, _ = split(p, p.forward(s2.inner).body()[0], nr, ("jo", "ji"), tail="perfect")
+        p, _ = reorder_loops(p, s2.inner)  # ir, jo, ii
+        p, ro = reorder_loops(p, s2.outer)  # jo, ir, ii
+        outer: StmtCursor = ro.outer
+        p = sink(p, outer, lambda _, s: isinstance(s, ForCursor) and s.name() == "jo")
+    else:
+        p, s1 = split(p, z, mr * t.mcb, ("ic", "zr"), tail="perfect")
+        p, s2 = split(p, s1.inner, mr, ("ir", "ii"), tail="perfect")
+        p, _ = split(p, p.forward(s2.inner).body()[0], nr, ("jo", "ji"), tail="perfect")
+        p, _ = reorder_loops(p, s2.inner)  # ic, ir, jo, ii
+        p, _ = reorder_loops(p, s2.outer)  # ic, jo, ir, ii
+        p = sink(p, s1.outer, lambda _, s: isinstance(s, ForCursor) and s.name() == "ic")
+        p, fc = fuse(p, p.forward(s1.outer), p.forward(s1.outer).next())
+        outer = fc.first_body[0]
+        p = sink(p, outer, lambda _, s: isinstance(s, ForCursor) and s.name() == "jo")  # past Ap
+    p, fj = fuse(p, p.forward(outer), p.forward(outer).next())
     p, _ = fuse(p, fj.first_body[0], fj.second_body[0])
     return p
 
