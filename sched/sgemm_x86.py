@@ -88,8 +88,8 @@ from cursched import (
     unroll_loop,
 )
 from cursched.cursors import BlockCursor, ForCursor, IfCursor, StmtCursor
-from cursched.primitives.buffers.stage import StageMemCursors
 from cursched.platforms import x86
+from cursched.primitives.buffers.stage import StageMemCursors
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
 
@@ -487,7 +487,7 @@ def right_into_blocks(
 
 
 def zero_into_first_block(
-    p: Proc, t: Target, zero: ForCursor, ko: StmtCursor, rem: StmtCursor
+    p: Proc, t: Target, zero: StmtCursor, ko: StmtCursor, rem: StmtCursor
 ) -> Proc:
     """Drop the zeroing pass over the whole MR x NR tiles (``zero``: ``C = 0`` over all of
     C): the K remainder (the ``if`` ``rem``) moved before the K blocks (``ko``; two
@@ -521,7 +521,7 @@ def zero_into_first_block(
     p = zero_tiles(p, t, fu.first_body[0], tail=True)
     z2, z = p.forward(fu.fused).orelse()[0], p.forward(fu.fused).orelse()[1]
     for s in (z, z2):  # B packed: each into its ``if K <= rows_k`` (A's rows or Aq / Au)
-        p = sink(p, s, lambda q, n: isinstance(n, IfCursor) and n != q.forward(z))
+        p = sink(p, s, lambda q, n, past=z: isinstance(n, IfCursor) and n != q.forward(past))
         p, sp = specialize(p, p.forward(s), f"K <= {t.rows_k}")
         p, fu = fuse(p, sp.branches[0], p.forward(sp.branches[0]).next())
         for site in (fu.first_body[0], p.forward(fu.fused).orelse()[0]):
@@ -816,20 +816,9 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p = pack_remainder(p, t, cut, rmc.outer, with_right(p, rtail.outer, t), (rows, last))
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
-    plain: list[Proc] = []
-    fast: list[Proc] = []
     if t.first:  # before the kernels they contain: the first K block's, which write C
         p = zero_into_first_block(p, t, nests.first, ko, cut)
-        plain = [microkernel(t, "packed", first=True), edge_microkernel(t, nr, first=True)]
-        fast = [schedule_microkernel(plain[0], t), schedule_edge_microkernel(plain[1], t, nr)]
-    plain.append(microkernel(t, "packed"))
-    fast.append(schedule_microkernel(plain[-1], t))
-    if t.right:  # before the masked kernel: the right edge's tiles on packed A
-        plain.append(right_microkernel(t))
-        fast.append(schedule_right_microkernel(plain[-1], t))
-    for w in (nr, t.lanes, None):
-        plain.append(edge_microkernel(t, w))
-        fast.append(schedule_edge_microkernel(plain[-1], t, w))
+    plain, fast = kernels(t)
     p, calls = replace_all(p, plain)
     by_name = {u.name(): f for u, f in zip(plain, fast, strict=True)}
     for c in calls.calls:
@@ -841,6 +830,25 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
         p, _ = set_memory(p, buf, DRAM_KEPT)
     p, _ = simplify(p)
     return p
+
+
+def kernels(t: Target) -> tuple[list[Proc], list[Proc]]:
+    """The plain micro-kernels that ``schedule`` replaces blocks by, in the order tried (a
+    kernel before those whose body is part of its own), and their register-blocked versions."""
+    plain: list[Proc] = []
+    fast: list[Proc] = []
+    if t.first:  # the first K block's, which write C (a zeroing, then the product)
+        plain = [microkernel(t, "packed", first=True), edge_microkernel(t, t.nr, first=True)]
+        fast = [schedule_microkernel(plain[0], t), schedule_edge_microkernel(plain[1], t, t.nr)]
+    plain.append(microkernel(t, "packed"))
+    fast.append(schedule_microkernel(plain[-1], t))
+    if t.right:  # before the masked kernel: the right edge's tiles on packed A
+        plain.append(right_microkernel(t))
+        fast.append(schedule_right_microkernel(plain[-1], t))
+    for w in (t.nr, t.lanes, None):
+        plain.append(edge_microkernel(t, w))
+        fast.append(schedule_edge_microkernel(plain[-1], t, w))
+    return plain, fast
 
 
 def check(p: Proc, sizes: list[tuple[int, int, int]]) -> float:
