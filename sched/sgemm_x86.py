@@ -43,7 +43,15 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
    (``insert_noop_call`` of ``mm_prefetch``: all before the ``k`` loop with AVX2, one row
    per 16 steps of it with AVX-512, ``spread_prefetch``), a row of Bp in registers, broadcast-FMA
-   instructions (``replace_all``), the register tile fully unrolled (``unroll_all``).
+   instructions (``replace_all``), the register tile fully unrolled (``unroll_all``);
+6. no zeroing pass over the whole tiles (``Target.first``, ``zero_into_first_block``): the K
+   remainder runs before the K blocks (two reductions commute), so with ``K % KC > 0`` it is
+   every whole tile's first K block; the zeroing nest is cut to those tiles, ``specialize``d
+   and ``fuse``d into each of the remainder's forms and tiled into its MC block and tail
+   loops (``zero_tiles``), and a tile's zeroing and product become a ``_first`` kernel
+   (``C = A @ B``) whose scheduled version starts from zero registers and stores them
+   (``stage_first``: ``stage_mem`` of both, then ``fuse`` and ``merge_writes`` of the load
+   and the zeroing): C is never read there. The edges and ``K % KC == 0`` keep the pass.
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
 included) and prints the micro-kernel's C.
