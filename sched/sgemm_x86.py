@@ -160,6 +160,9 @@ AVX2_TARGET = Target(
 # a strip (8 accumulators: FMA latency 4 x 2 pipes), vector along A's 14 packed rows: 150-163
 # GF/s on cached data against the masked kernel's 95-104 on A's rows; at 1000^3 its cost
 # beyond its flops 2.2-2.4% -> none, new/old 1.016 (median of 11 ab rounds, wave 5)
+# first = 1 (both targets): no zeroing pass over the whole tiles, their first K block's
+# kernels write C; ab new/old (wave 5, 3 rounds) 512 1.04, 768 1.03, 1000 1.014-1.029,
+# 1536 1.005-1.018, 1999 1.00-1.02, 2048 (K % KC == 0: still the pass) 0.99-1.01
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
