@@ -51,7 +51,9 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    loops (``zero_tiles``), and a tile's zeroing and product become a ``_first`` kernel
    (``C = A @ B``) whose scheduled version starts from zero registers and stores them
    (``stage_first``: ``stage_mem`` of both, then ``fuse`` and ``merge_writes`` of the load
-   and the zeroing): C is never read there. The edges and ``K % KC == 0`` keep the pass.
+   and the zeroing): C is never read there. With ``K % KC == 0`` the same goes into the
+   K blocks' first iteration (``zero_into_k_blocks``: ``cut_loop`` at 1, ``unroll_loop``).
+   The edges keep the pass.
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
 included) and prints the micro-kernel's C.
@@ -132,8 +134,9 @@ class Target(NamedTuple):
     rows_k: int = 0  # a K at most this deep runs on A's rows, unpacked (0: always packed)
     right: int = 0  # the right edge in strips this wide inside the K and MC blocks, on the
     # packed A, vector along its rows (0: over the whole K, A's rows in place, NR-wide tiles)
-    first: int = 1  # the K remainder first, its MC blocks' kernels writing C: no zeroing pass
-    # over those tiles (``zero_into_first_block``; 0: C zeroed, then every block adds)
+    first: int = 2  # the whole tiles' first K block writes C, no zeroing pass over them
+    # (``zero_into_first_block``): 1: the K remainder (run first) when K % KC > 0; 2: also
+    # ``ko = 0`` when K % KC == 0; 0: C zeroed, then every block adds
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -160,9 +163,10 @@ AVX2_TARGET = Target(
 # a strip (8 accumulators: FMA latency 4 x 2 pipes), vector along A's 14 packed rows: 150-163
 # GF/s on cached data against the masked kernel's 95-104 on A's rows; at 1000^3 its cost
 # beyond its flops 2.2-2.4% -> none, new/old 1.016 (median of 11 ab rounds, wave 5)
-# first = 1 (both targets): no zeroing pass over the whole tiles, their first K block's
-# kernels write C; ab new/old (wave 5, 3 rounds) 512 1.04, 768 1.03, 1000 1.014-1.029,
-# 1536 1.005-1.018, 1999 1.00-1.02, 2048 (K % KC == 0: still the pass) 0.99-1.01
+# first = 2 (both targets): no zeroing pass over the whole tiles, their first K block's
+# kernels write C; ab new/old (wave 5, 3 rounds) first 1 against 0: 512 1.04, 768 1.03,
+# 1000 1.014-1.029, 1536 1.005-1.018, 1999 1.00-1.02; 2 against 1 (K % KC == 0): 1024
+# 1.012-1.019, 2048 1.002-1.008
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
@@ -504,10 +508,11 @@ def zero_into_first_block(
     C): the K remainder (the ``if`` ``rem``) moved before the K blocks (``ko``; two
     reductions commute) runs first whenever ``K % KC > 0``, and there each tile's zeroing
     joins its kernel (``zero_tiles``), which then writes C (``microkernel(first=True)``)
-    instead of adding to it; the edges (right, bottom) and ``K % KC == 0`` keep the pass.
+    instead of adding to it; the edges (right, bottom) keep the pass.
     The zeroing of the MC blocks' rows (``z``) and of the tail rows past them (``z2``) go
     into each of the remainder's forms (``pack_remainder``: ``specialize`` on the same
-    condition, then ``fuse`` of the two ``if``)."""
+    condition, then ``fuse`` of the two ``if``); with ``t.first > 1`` also into the K
+    blocks' first iteration when ``K % KC == 0`` (``zero_into_k_blocks``)."""
     mc, mr, nr = t.mr * t.mcb, t.mr, t.nr
     p, icut = cut_loop(p, zero, f"{mc} * (M / {mc})")
     p, tcut = cut_loop(p, icut.second, f"{mr} * (M / {mr})")
@@ -522,6 +527,8 @@ def zero_into_first_block(
     p = sink(p, z2, lambda q, s: s == q.forward(z))
     p, sp = specialize(p, p.forward(z2).expand(0, 1), f"K % {t.kc} > 0")
     p, fu = fuse(p, sp.branches[0], p.forward(rem))
+    if t.first > 1:  # K % KC == 0: into the first K block, ko = 0
+        p = zero_into_k_blocks(p, t, fu.fused, ko)
     if not t.rows_k:  # one form: the MC blocks, then the tail rows
         p = zero_tiles(p, t, fu.first_body[1])
         return zero_tiles(p, t, fu.first_body[0], tail=True)
@@ -539,6 +546,22 @@ def zero_into_first_block(
             p = zero_tiles(p, t, site, tail=s is z2)
         z = fu.fused  # the tail rows' zeroing goes past the MC blocks' ``if``
     return p
+
+
+def zero_into_k_blocks(p: Proc, t: Target, rem: StmtCursor, ko: StmtCursor) -> Proc:
+    """With ``K % KC == 0`` (the ``else`` of ``rem``, holding the zeroing of the MC blocks'
+    and the tail rows' whole tiles) the first K block is ``ko = 0``: the K blocks' loop is
+    specialized as ``rem`` and fused into it, cut at 1 in the ``else`` (``K >= KC`` there),
+    its first iteration unrolled, and both zeroings tiled into its loops (``zero_tiles``)."""
+    p, sp = specialize(p, p.forward(ko), f"K % {t.kc} > 0")
+    p, fu = fuse(p, p.forward(rem), sp.branches[0])
+    orelse = p.forward(fu.fused).orelse()
+    z2, z, loop = orelse[0], orelse[1], orelse[len(orelse) - 1]
+    assert isinstance(loop, ForCursor)
+    p, cut = cut_loop(p, loop, 1)
+    p, _ = unroll_loop(p, cut.first)
+    p = zero_tiles(p, t, z)
+    return zero_tiles(p, t, z2, tail=True)
 
 
 def sink(p: Proc, s: StmtCursor, stop: Callable[[Proc, StmtCursor], bool]) -> Proc:

@@ -133,9 +133,9 @@ def test_no_scalar_update_of_c_is_left(scheduled: Proc) -> None:
 
 
 def test_whole_tiles_are_not_zeroed_by_a_pass(scheduled: Proc, scheduled512: Proc) -> None:
-    """Before the K blocks, C is zeroed only right of the whole panels, below the whole row
-    tiles and (``K % KC == 0``) in the ``else`` of the remainder: its whole tiles get their
-    first K block's kernel, which writes C (the remainder runs first)."""
+    """C is zeroed only right of the whole panels and below the whole row tiles: the whole
+    tiles get their first K block's kernel, which writes C: the remainder's (it runs before
+    the K blocks) when ``K % KC > 0``, else the first K block's (``ko = 0``, its own copy)."""
     for p, (mr, nr, mc, kc) in (
         (scheduled, (6, 16, 192, 384)),
         (scheduled512, (14, 32, 168, 1024)),
@@ -152,11 +152,15 @@ def test_whole_tiles_are_not_zeroed_by_a_pass(scheduled: Proc, scheduled512: Pro
             f"for j in seq({nr} * (N / {nr}), N):"
         ] * 2
         assert lines[zeros[2] - 1].strip() == "for j in seq(0, N):"
+        assert len(zeros) == 3, "no other zeroing"
         first = lines.index(f"    if K % {kc} > 0:")
-        assert first < min(i for i, ln in enumerate(lines) if ln.startswith("    for ko in seq("))
         orelse = lines.index("    else:", first)
         end = next(i for i in range(orelse + 1, len(lines)) if re.match(r"    \S", lines[i]))
-        assert len(zeros) == 5 and all(orelse < i < end for i in zeros[3:]), "K % KC == 0 only"
+        for lo, hi, start in ((first, orelse, "0"), (orelse, end, "1")):
+            part = lines[lo:hi]
+            blocks = part.index(f"        for ko in seq({start}, K / {kc}):")
+            firsts = [i for i, ln in enumerate(part) if "_first_" in ln]
+            assert firsts and max(firsts) < blocks, "the first K block's kernels come first"
 
 
 @pytest.mark.parametrize(
@@ -257,10 +261,11 @@ def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int, rows
     if kc >= 64:
         return
     # the interpreter (the instructions' bodies) agrees: every kernel, 2 K blocks; the right
-    # edge's 19 columns (2 strips of 8, 3 masked) in the MC blocks and (45 rows) their tail
+    # edge's 19 columns (2 strips of 8, 3 masked) in the MC blocks and (45 rows) their tail;
+    # K = 2 KC: the first K block is ko = 0 (no remainder), its kernels write C
     rng = np.random.default_rng(11)
     f = p.compile()
-    for m, n, k in ((31, 83, 2 * kc + 5), (45, 83, 2 * kc + 5)):
+    for m, n, k in ((31, 83, 2 * kc + 5), (45, 83, 2 * kc + 5), (45, 83, 2 * kc)):
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         c1, c2 = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
