@@ -43,7 +43,17 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
    (``insert_noop_call`` of ``mm_prefetch``: all before the ``k`` loop with AVX2, one row
    per 16 steps of it with AVX-512, ``spread_prefetch``), a row of Bp in registers, broadcast-FMA
-   instructions (``replace_all``), the register tile fully unrolled (``unroll_all``).
+   instructions (``replace_all``), the register tile fully unrolled (``unroll_all``);
+6. no zeroing pass over the whole tiles (``Target.first``, ``zero_into_first_block``): the K
+   remainder runs before the K blocks (two reductions commute), so with ``K % KC > 0`` it is
+   every whole tile's first K block; the zeroing nest is cut to those tiles, ``specialize``d
+   and ``fuse``d into each of the remainder's forms and tiled into its MC block and tail
+   loops (``zero_tiles``), and a tile's zeroing and product become a ``_first`` kernel
+   (``C = A @ B``) whose scheduled version starts from zero registers and stores them
+   (``stage_first``: ``stage_mem`` of both, then ``fuse`` and ``merge_writes`` of the load
+   and the zeroing): C is never read there. With ``K % KC == 0`` the same goes into the
+   K blocks' first iteration (``zero_into_k_blocks``: ``cut_loop`` at 1, ``unroll_loop``).
+   The edges keep the pass.
 
 The script prints the final proc, checks it against numpy at a few sizes (odd ones
 included) and prints the micro-kernel's C.
@@ -52,6 +62,7 @@ included) and prints the micro-kernel's C.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -70,6 +81,7 @@ from cursched import (
     fuse,
     insert_noop_call,
     lift_scope,
+    merge_writes,
     proc,
     rearrange_dim,
     rename,
@@ -87,6 +99,7 @@ from cursched import (
 )
 from cursched.cursors import BlockCursor, ForCursor, IfCursor, StmtCursor
 from cursched.platforms import x86
+from cursched.primitives.buffers.stage import StageMemCursors
 from cursched.stdlib import pack, replace_all, tile, unroll_all
 
 
@@ -121,6 +134,9 @@ class Target(NamedTuple):
     rows_k: int = 0  # a K at most this deep runs on A's rows, unpacked (0: always packed)
     right: int = 0  # the right edge in strips this wide inside the K and MC blocks, on the
     # packed A, vector along its rows (0: over the whole K, A's rows in place, NR-wide tiles)
+    first: int = 2  # the whole tiles' first K block writes C, no zeroing pass over them
+    # (``zero_into_first_block``): 1: the K remainder (run first) when K % KC > 0; 2: also
+    # ``ko = 0`` when K % KC == 0; 0: C zeroed, then every block adds
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -147,6 +163,10 @@ AVX2_TARGET = Target(
 # a strip (8 accumulators: FMA latency 4 x 2 pipes), vector along A's 14 packed rows: 150-163
 # GF/s on cached data against the masked kernel's 95-104 on A's rows; at 1000^3 its cost
 # beyond its flops 2.2-2.4% -> none, new/old 1.016 (median of 11 ab rounds, wave 5)
+# first = 2 (both targets): no zeroing pass over the whole tiles, their first K block's
+# kernels write C; ab new/old (wave 5, 3 rounds) first 1 against 0: 512 1.04, 768 1.03,
+# 1000 1.014-1.029, 1536 1.005-1.018, 1999 1.00-1.02; 2 against 1 (K % KC == 0): 1024
+# 1.012-1.019, 2048 1.002-1.008
 AVX512_TARGET = Target(
     "avx512", x86.AVX512, 16, 14, 32, 1024, 12, x86.mm512_loadu_ps, x86.mm512_storeu_ps,
     x86.mm512_fmadd_ps_broadcast, x86.mm512_maskload_ps, x86.mm512_maskstore_ps,
@@ -164,19 +184,30 @@ def target() -> Target:
     raise SystemExit("sgemm_x86: this CPU has neither AVX2+FMA nor AVX-512")
 
 
-def microkernel(t: Target, kind: str) -> Proc:
+def zero_tile(rows: int | str, cols: int | str) -> str:
+    """The source of a plain kernel's first statement when it is a first K block's
+    (``first``): its C tile zeroed, so that ``C = A @ B`` needs no zeroing pass over C."""
+    return f"""
+    for i in seq(0, {rows}):
+        for j in seq(0, {cols}):
+            C[i, j] = 0.0"""
+
+
+def microkernel(t: Target, kind: str, first: bool = False) -> Proc:
     """The plain micro-kernel ``C[MR, NR] += A @ B[KC, NR]`` for target ``t``: A packed
-    (``[KC, MR]``, ``kind="packed"``) or rows of the original A (``[MR, KC]``, ``"rows"``)."""
+    (``[KC, MR]``, ``kind="packed"``) or rows of the original A (``[MR, KC]``, ``"rows"``);
+    with ``first``, ``C[MR, NR] = A @ B`` (``zero_tile``: the first K block's kernel)."""
     a_type, a_read = (f"[f32][KC, {t.mr}]", "A[k, i]")
     if kind == "rows":
         a_type, a_read = (f"[f32][{t.mr}, KC]", "A[i, k]")
+    zero = zero_tile(t.mr, t.nr) if first else ""
     src = f"""
-def ukernel_{kind}(
+def ukernel_{kind}{"_first" if first else ""}(
     KC: size, A: {a_type} @ DRAM, B: [f32][KC, {t.nr}] @ DRAM, C: [f32][{t.mr}, {t.nr}] @ DRAM
 ):
     assert stride(A, 1) == 1
     assert stride(B, 1) == 1
-    assert stride(C, 1) == 1
+    assert stride(C, 1) == 1{zero}
     for k in seq(0, KC):
         for i in seq(0, {t.mr}):
             for j in seq(0, {t.nr}):
@@ -197,7 +228,10 @@ def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     cache, no longer stall the end of every call."""
     p = uk
     k = p.find_loop("k")
-    p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory, accum=accum)
+    if is_first(uk):  # C = the tile: from zero registers, stored (no load, no add)
+        p, ct = stage_first(p, f"C[0:{t.mr}, 0:{t.nr}]", t)
+    else:
+        p, ct = stage_mem(p, k, f"C[0:{t.mr}, 0:{t.nr}]", "Ct", memory=t.memory, accum=accum)
     for loop in (ct.load.body()[0], p.forward(k).body()[0].body()[0], ct.store.body()[0]):
         p, _ = split(p, loop, t.lanes, ("jo", "ji"), tail="perfect")
     p, _ = divide_dim(p, ct.alloc, 1, t.lanes)
@@ -220,6 +254,27 @@ def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     return p
 
 
+def is_first(uk: Proc) -> bool:
+    """Whether the plain kernel ``uk`` is a first K block's (``zero_tile``: it writes C)."""
+    return uk.name().endswith("_first")
+
+
+def stage_first(p: Proc, window: str, t: Target) -> tuple[Proc, StageMemCursors]:
+    """Stage a first K block's C tile (``window``) in registers ``Ct`` around the kernel's
+    two statements, its zeroing and its ``k`` loop: ``stage_mem`` loads the tile, then the
+    load and the zeroing are fused and merged (``Ct = C; Ct = 0.0`` -> ``Ct = 0.0``: the
+    first write is dead), so the tile starts from zero registers and is stored at the end:
+    C is never read. Returns the proc and the staging's cursors (``load``: the zeroing)."""
+    body = p.body()
+    p, ct = stage_mem(p, body.expand(0, 0), window, "Ct", memory=t.memory)
+    zero = p.forward(ct.load).next()
+    assert isinstance(zero, ForCursor)
+    p, rows = fuse(p, ct.load, zero)
+    p, cols = fuse(p, rows.first_body[0], rows.second_body[0])
+    p, _ = merge_writes(p, p.forward(cols.fused).body())
+    return p, ct
+
+
 def spread_prefetch(p: Proc, k: ForCursor, t: Target) -> Proc:
     """Prefetch C's rows during the ``k`` loop, not all before it: ``k`` split by
     ``t.spread`` (the tail cut off), row ``ko % MR`` prefetched before each chunk of
@@ -236,12 +291,14 @@ def spread_prefetch(p: Proc, k: ForCursor, t: Target) -> Proc:
     return p
 
 
-def edge_microkernel(t: Target, width: int | None) -> Proc:
+def edge_microkernel(t: Target, width: int | None, first: bool = False) -> Proc:
     """The plain edge micro-kernel ``C[MV, W] += A[MV, KC] @ B[KC, W]`` for target ``t``:
     ``1 <= MV <= MR`` rows of the original A, ``W = width`` columns (``NR`` or ``lanes``),
-    or ``W = NV <= lanes`` (``width=None``: the masked kernel)."""
+    or ``W = NV <= lanes`` (``width=None``: the masked kernel); with ``first``, ``=``
+    (``zero_tile``)."""
     w, nv, cond = (str(width), "", "") if width else ("NV", "NV: size, ", "NV <= t.lanes")
-    name = f"ukernel_edge_{width or 'masked'}"
+    name = f"ukernel_edge_{width or 'masked'}{'_first' if first else ''}"
+    zero = zero_tile("MV", w) if first else ""
     src = f"""
 def {name}(
     KC: size, MV: size, {nv}A: [f32][MV, KC] @ DRAM, B: [f32][KC, {w}] @ DRAM,
@@ -252,7 +309,7 @@ def {name}(
     {f"assert NV <= {t.lanes}" if cond else ""}
     assert stride(A, 1) == 1
     assert stride(B, 1) == 1
-    assert stride(C, 1) == 1
+    assert stride(C, 1) == 1{zero}
     for k in seq(0, KC):
         for i in seq(0, MV):
             for j in seq(0, {w}):
@@ -283,7 +340,10 @@ def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
     p = uk
     k = p.find_loop("k")
     w = str(width) if width else "NV"
-    p, ct = stage_mem(p, k, f"C[0:MV, 0:{w}]", "Ct", memory=t.memory)
+    if is_first(uk):  # from zero registers (a row's whole registers), stored at the end
+        p, ct = stage_first(p, f"C[0:MV, 0:{w}]", t)
+    else:
+        p, ct = stage_mem(p, k, f"C[0:MV, 0:{w}]", "Ct", memory=t.memory)
     p, _ = resize_dim(p, ct.alloc, 0, t.mr)  # MV <= MR rows of registers
     p, bv = stage_mem(p, p.forward(k).body()[0], f"B[k, 0:{w}]", "Bv", memory=t.memory)
     rows = [ct.load, p.forward(k).body()[-1], ct.store]
@@ -299,7 +359,7 @@ def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
     for r in rows:
         p, _ = unroll_guarded(p, p.forward(r), t.mr)
-    instrs = [t.load, t.maskload, t.fmadd, t.maskfmadd, t.store, t.maskstore]
+    instrs = [t.load, t.maskload, t.fmadd, t.maskfmadd, t.store, t.maskstore, t.zero]
     p, _ = replace_all(p, instrs)
     p, _ = simplify(p)
     if width is not None:  # the registers of a row
@@ -439,6 +499,109 @@ def right_into_blocks(
         p, rt = right_block(p, p.forward(body)[0], ic, tail, t)
         tails.append(rt)
     return p, tails
+
+
+def zero_into_first_block(
+    p: Proc, t: Target, zero: StmtCursor, ko: StmtCursor, rem: StmtCursor
+) -> Proc:
+    """Drop the zeroing pass over the whole MR x NR tiles (``zero``: ``C = 0`` over all of
+    C): the K remainder (the ``if`` ``rem``) moved before the K blocks (``ko``; two
+    reductions commute) runs first whenever ``K % KC > 0``, and there each tile's zeroing
+    joins its kernel (``zero_tiles``), which then writes C (``microkernel(first=True)``)
+    instead of adding to it; the edges (right, bottom) keep the pass.
+    The zeroing of the MC blocks' rows (``z``) and of the tail rows past them (``z2``) go
+    into each of the remainder's forms (``pack_remainder``: ``specialize`` on the same
+    condition, then ``fuse`` of the two ``if``); with ``t.first > 1`` also into the K
+    blocks' first iteration when ``K % KC == 0`` (``zero_into_k_blocks``)."""
+    mc, mr, nr = t.mr * t.mcb, t.mr, t.nr
+    p, icut = cut_loop(p, zero, f"{mc} * (M / {mc})")
+    p, tcut = cut_loop(p, icut.second, f"{mr} * (M / {mr})")
+    nests = []
+    for rows in (icut.first, tcut.first):
+        p, jcut = cut_loop(p, p.forward(rows).body()[0], f"{nr} * (N / {nr})")
+        p, f = fission(p, jcut.first.after(), n_lifts=1)
+        nests.append(f.first)
+    z, z2 = nests
+    p, _ = reorder_stmts(p, p.forward(ko).expand(0, 1))
+    p = sink(p, z, lambda q, s: s == q.forward(rem))
+    p = sink(p, z2, lambda q, s: s == q.forward(z))
+    p, sp = specialize(p, p.forward(z2).expand(0, 1), f"K % {t.kc} > 0")
+    p, fu = fuse(p, sp.branches[0], p.forward(rem))
+    if t.first > 1:  # K % KC == 0: into the first K block, ko = 0
+        p = zero_into_k_blocks(p, t, fu.fused, ko)
+    if not t.rows_k:  # one form: the MC blocks, then the tail rows
+        p = zero_tiles(p, t, fu.first_body[1])
+        return zero_tiles(p, t, fu.first_body[0], tail=True)
+    z2, z = fu.first_body[0], fu.first_body[1]
+    p, sp = specialize(p, p.forward(z2).expand(0, 1), f"K <= {t.rows_k} and N <= {t.rows_k}")
+    p, fu = fuse(p, sp.branches[0], p.forward(sp.branches[0]).next())
+    p = zero_tiles(p, t, fu.first_body[1])  # A's and B's rows in place
+    p = zero_tiles(p, t, fu.first_body[0], tail=True)
+    z2, z = p.forward(fu.fused).orelse()[0], p.forward(fu.fused).orelse()[1]
+    for s in (z, z2):  # B packed: each into its ``if K <= rows_k`` (A's rows or Aq / Au)
+        p = sink(p, s, lambda q, n, past=z: isinstance(n, IfCursor) and n != q.forward(past))
+        p, sp = specialize(p, p.forward(s), f"K <= {t.rows_k}")
+        p, fu = fuse(p, sp.branches[0], p.forward(sp.branches[0]).next())
+        for site in (fu.first_body[0], p.forward(fu.fused).orelse()[0]):
+            p = zero_tiles(p, t, site, tail=s is z2)
+        z = fu.fused  # the tail rows' zeroing goes past the MC blocks' ``if``
+    return p
+
+
+def zero_into_k_blocks(p: Proc, t: Target, rem: StmtCursor, ko: StmtCursor) -> Proc:
+    """With ``K % KC == 0`` (the ``else`` of ``rem``, holding the zeroing of the MC blocks'
+    and the tail rows' whole tiles) the first K block is ``ko = 0``: the K blocks' loop is
+    specialized as ``rem`` and fused into it, cut at 1 in the ``else`` (``K >= KC`` there),
+    its first iteration unrolled, and both zeroings tiled into its loops (``zero_tiles``)."""
+    p, sp = specialize(p, p.forward(ko), f"K % {t.kc} > 0")
+    p, fu = fuse(p, p.forward(rem), sp.branches[0])
+    orelse = p.forward(fu.fused).orelse()
+    z2, z, loop = orelse[0], orelse[1], orelse[len(orelse) - 1]
+    assert isinstance(loop, ForCursor)
+    p, cut = cut_loop(p, loop, 1)
+    p, _ = unroll_loop(p, cut.first)
+    p = zero_tiles(p, t, z)
+    return zero_tiles(p, t, z2, tail=True)
+
+
+def sink(p: Proc, s: StmtCursor, stop: Callable[[Proc, StmtCursor], bool]) -> Proc:
+    """Move ``s`` down past the statements after it until ``stop(p, next)``
+    (``reorder_stmts``: each swap proven to commute)."""
+    while not stop(p, nxt := p.forward(s).next()):
+        assert isinstance(nxt, StmtCursor)
+        p, _ = reorder_stmts(p, p.forward(s).expand(0, 1))
+    return p
+
+
+def zero_tiles(p: Proc, t: Target, zero: StmtCursor, tail: bool = False) -> Proc:
+    """Tile ``zero`` (``C = 0`` on the MC blocks' rows and the whole panels' columns) as the
+    MC blocks' loops that follow it (``ic, jo, ir``: maybe past an allocation and A's
+    packing) and fuse it into them: each tile's zeroing right before its kernel's nest.
+    With ``tail``, ``zero`` is the tail rows' (``jo, ir``)."""
+    mr, nr = t.mr, t.nr
+    z = p.forward(zero)
+    assert isinstance(z, ForCursor)
+    if tail:
+        p, sh = shift_loop(p, z, 0)
+        p, s2 = split(p, sh.loop, mr, ("ir", "ii"), tail="perfect")
+        p, _ = split(p, p.forward(s2.inner).body()[0], nr, ("jo", "ji"), tail="perfect")
+        p, _ = reorder_loops(p, s2.inner)  # ir, jo, ii
+        p, ro = reorder_loops(p, s2.outer)  # jo, ir, ii
+        outer: StmtCursor = ro.outer
+        p = sink(p, outer, lambda _, s: isinstance(s, ForCursor) and s.name() == "jo")
+    else:
+        p, s1 = split(p, z, mr * t.mcb, ("ic", "zr"), tail="perfect")
+        p, s2 = split(p, s1.inner, mr, ("ir", "ii"), tail="perfect")
+        p, _ = split(p, p.forward(s2.inner).body()[0], nr, ("jo", "ji"), tail="perfect")
+        p, _ = reorder_loops(p, s2.inner)  # ic, ir, jo, ii
+        p, _ = reorder_loops(p, s2.outer)  # ic, jo, ir, ii
+        p = sink(p, s1.outer, lambda _, s: isinstance(s, ForCursor) and s.name() == "ic")
+        p, fc = fuse(p, p.forward(s1.outer), p.forward(s1.outer).next())
+        outer = fc.first_body[0]
+        p = sink(p, outer, lambda _, s: isinstance(s, ForCursor) and s.name() == "jo")  # past Ap
+    p, fj = fuse(p, p.forward(outer), p.forward(outer).next())
+    p, _ = fuse(p, fj.first_body[0], fj.second_body[0])
+    return p
 
 
 def if_runs(p: Proc, nest: ForCursor, depth: int, cond: str) -> tuple[Proc, ForCursor]:
@@ -687,14 +850,9 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
     p = pack_remainder(p, t, cut, rmc.outer, with_right(p, rtail.outer, t), (rows, last))
     # 5. micro-kernel calls (the remainder's behind ``if K % KC > 0``: a size is positive),
     #    then each callee swapped for its register-blocked version
-    plain = [microkernel(t, "packed")]
-    fast = [schedule_microkernel(plain[0], t)]
-    if t.right:  # before the masked kernel: the right edge's tiles on packed A
-        plain.append(right_microkernel(t))
-        fast.append(schedule_right_microkernel(plain[-1], t))
-    for w in (nr, t.lanes, None):
-        plain.append(edge_microkernel(t, w))
-        fast.append(schedule_edge_microkernel(plain[-1], t, w))
+    if t.first:  # before the kernels they contain: the first K block's, which write C
+        p = zero_into_first_block(p, t, nests.first, ko, cut)
+    plain, fast = kernels(t)
     p, calls = replace_all(p, plain)
     by_name = {u.name(): f for u, f in zip(plain, fast, strict=True)}
     for c in calls.calls:
@@ -706,6 +864,25 @@ def schedule(p: Proc, t: Target | None = None) -> Proc:
         p, _ = set_memory(p, buf, DRAM_KEPT)
     p, _ = simplify(p)
     return p
+
+
+def kernels(t: Target) -> tuple[list[Proc], list[Proc]]:
+    """The plain micro-kernels that ``schedule`` replaces blocks by, in the order tried (a
+    kernel before those whose body is part of its own), and their register-blocked versions."""
+    plain: list[Proc] = []
+    fast: list[Proc] = []
+    if t.first:  # the first K block's, which write C (a zeroing, then the product)
+        plain = [microkernel(t, "packed", first=True), edge_microkernel(t, t.nr, first=True)]
+        fast = [schedule_microkernel(plain[0], t), schedule_edge_microkernel(plain[1], t, t.nr)]
+    plain.append(microkernel(t, "packed"))
+    fast.append(schedule_microkernel(plain[-1], t))
+    if t.right:  # before the masked kernel: the right edge's tiles on packed A
+        plain.append(right_microkernel(t))
+        fast.append(schedule_right_microkernel(plain[-1], t))
+    for w in (t.nr, t.lanes, None):
+        plain.append(edge_microkernel(t, w))
+        fast.append(schedule_edge_microkernel(plain[-1], t, w))
+    return plain, fast
 
 
 def check(p: Proc, sizes: list[tuple[int, int, int]]) -> float:

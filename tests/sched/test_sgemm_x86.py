@@ -127,9 +127,82 @@ def test_no_scalar_update_of_c_is_left(scheduled: Proc) -> None:
     assert "+=" not in text
     calls = set(re.findall(r"(ukernel_\w+)\(", text))
     assert calls == {
-        "ukernel_packed_avx2", "ukernel_edge_16_avx2",
+        "ukernel_packed_first_avx2", "ukernel_packed_avx2", "ukernel_edge_16_avx2",
         "ukernel_edge_8_avx2", "ukernel_edge_masked_avx2",
     }  # fmt: skip
+
+
+def test_whole_tiles_are_not_zeroed_by_a_pass(scheduled: Proc, scheduled512: Proc) -> None:
+    """C is zeroed only right of the whole panels and below the whole row tiles: the whole
+    tiles get their first K block's kernel, which writes C: the remainder's (it runs before
+    the K blocks) when ``K % KC > 0``, else the first K block's (``ko = 0``, its own copy)."""
+    for p, (mr, nr, mc, kc) in (
+        (scheduled, (6, 16, 192, 384)),
+        (scheduled512, (14, 32, 168, 1024)),
+    ):
+        lines = str(p).splitlines()
+        top = [ln for ln in lines if ln.startswith("    for i in seq(")]
+        assert top == [
+            f"    for i in seq(0, {mc} * (M / {mc})):",
+            f"    for i in seq({mc} * (M / {mc}), {mr} * (M / {mr})):",
+            f"    for i in seq({mr} * (M / {mr}), M):",
+        ], top
+        zeros = [i for i, ln in enumerate(lines) if ln.endswith("C[i, j] = 0.0")]
+        assert [lines[i - 1].strip() for i in zeros[:2]] == [
+            f"for j in seq({nr} * (N / {nr}), N):"
+        ] * 2
+        assert lines[zeros[2] - 1].strip() == "for j in seq(0, N):"
+        assert len(zeros) == 3, "no other zeroing"
+        first = lines.index(f"    if K % {kc} > 0:")
+        orelse = lines.index("    else:", first)
+        end = next(i for i in range(orelse + 1, len(lines)) if re.match(r"    \S", lines[i]))
+        for lo, hi, start in ((first, orelse, "0"), (orelse, end, "1")):
+            part = lines[lo:hi]
+            blocks = part.index(f"        for ko in seq({start}, K / {kc}):")
+            firsts = [i for i, ln in enumerate(part) if "_first_" in ln]
+            assert firsts and max(firsts) < blocks, "the first K block's kernels come first"
+
+
+@pytest.mark.parametrize(
+    "isa, kind", [("avx2", "packed"), ("avx512", "packed"), ("avx512", "edge")]
+)
+def test_first_block_kernels_write_c_without_reading_it(
+    script: ModuleType, isa: str, kind: str
+) -> None:
+    """The first K block's kernels (``C = A @ B`` on the tile: a zeroing, then the product)
+    store their registers from zero: no load of C, no add; compiled, they equal the
+    interpreted plain version with C's window full of NaN (never read), the rest of the
+    bigger array untouched; the edge kernel at every row count."""
+    t = script.AVX2_TARGET if isa == "avx2" else script.AVX512_TARGET
+    if isa not in cpu_features() and f"{isa}f" not in cpu_features():
+        pytest.skip(f"this CPU lacks {isa}")
+    if kind == "packed":
+        plain = script.microkernel(t, "packed", first=True)
+        fast = script.schedule_microkernel(plain, t)
+    else:
+        plain = script.edge_microkernel(t, t.nr, first=True)
+        fast = script.schedule_edge_microkernel(plain, t, t.nr)
+    c = _function(generate_unit("uk", [fast.ir()]).c_source, fast.name())
+    v = "_mm256" if isa == "avx2" else "_mm512"
+    regs = t.mr * t.nr // t.lanes
+    assert c.count(f"{v}_setzero_ps()") == regs and c.count(f"{v}_storeu_ps(") == regs
+    loads = re.findall(rf"{v}_loadu_ps\(\(?(\w+)", c)
+    assert loads and set(loads) == {"B"}, "B's row only: C is not read"
+    assert f"{v}_add_ps(" not in c and "+=" not in c
+    f = fast.compile()
+    rng = np.random.default_rng(9)
+    for mv in range(1, t.mr + 1) if kind == "edge" else [t.mr]:
+        k = 37
+        a = rng.standard_normal((k, t.mr) if kind == "packed" else (mv, k)).astype(np.float32)
+        b = rng.standard_normal((k, t.nr)).astype(np.float32)
+        big = rng.standard_normal((t.mr + 3, t.nr + 5)).astype(np.float32)
+        big[1 : 1 + mv, 2 : 2 + t.nr] = np.nan
+        want, got = big.copy(), big.copy()
+        sizes = (k,) if kind == "packed" else (k, mv)
+        plain.interpret(*sizes, a, b, want[1 : 1 + mv, 2 : 2 + t.nr])
+        f(*sizes, a, b, got[1 : 1 + mv, 2 : 2 + t.nr])
+        assert not np.isnan(want[1 : 1 + mv, 2 : 2 + t.nr]).any()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{mv} rows")
 
 
 @pytest.mark.parametrize("width", [16, 8, None])
@@ -188,10 +261,11 @@ def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int, rows
     if kc >= 64:
         return
     # the interpreter (the instructions' bodies) agrees: every kernel, 2 K blocks; the right
-    # edge's 19 columns (2 strips of 8, 3 masked) in the MC blocks and (45 rows) their tail
+    # edge's 19 columns (2 strips of 8, 3 masked) in the MC blocks and (45 rows) their tail;
+    # K = 2 KC: the first K block is ko = 0 (no remainder), its kernels write C
     rng = np.random.default_rng(11)
     f = p.compile()
-    for m, n, k in ((31, 83, 2 * kc + 5), (45, 83, 2 * kc + 5)):
+    for m, n, k in ((31, 83, 2 * kc + 5), (45, 83, 2 * kc + 5), (45, 83, 2 * kc)):
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
         c1, c2 = np.full((m, n), np.nan, np.float32), np.full((m, n), np.nan, np.float32)
@@ -213,6 +287,7 @@ def test_avx512_right_edge_runs_in_the_blocks_on_packed_a(scheduled512: Proc) ->
     calls = re.findall(r"(ukernel_\w+)\((.*)\)", text)
     assert {name for name, _ in calls} == {
         "ukernel_packed_avx512", "ukernel_edge_32_avx512",
+        "ukernel_packed_first_avx512", "ukernel_edge_32_first_avx512",
         "ukernel_edge_masked_avx512", "ukernel_right_packed_avx512",
     }  # fmt: skip
     right = [args for name, args in calls if name == "ukernel_right_packed_avx512"]
