@@ -6,7 +6,8 @@
   every other node object, so that ``same_pairs`` keeps statement identity;
 - ``buffer_scope``: the statements an allocation's symbol is visible in (the allocation and
   what follows it in its list), or the whole body for a parameter;
-- ``fresh_name``: a name no symbol of the proc has (new loop variables, staged buffers);
+- ``fresh_name``, ``fresh_names``: a name no symbol of the proc has (new loop variables,
+  staged buffers);
 - ``simplified``: the readable IR of an affine index expression.
 """
 
@@ -109,6 +110,45 @@ def used_names(ir: ProcDef) -> set[str]:
     return {a.sym.name for a in ir.args} | bound_names(ir)
 
 
+# (bound names, base) -> the first k with base<k> not among them, by the frozenset's identity
+# (cursors.index caches it per body, so a proc version asks once): otherwise a proc whose
+# loops are i0 ... i3333 makes stage_mem try 3,334 names per new index variable
+_FIRST_FREE: dict[tuple[int, str], tuple[frozenset[str], int]] = {}
+_FIRST_FREE_LIMIT = 1 << 12
+
+
+def _first_free(bound: frozenset[str], base: str) -> int:
+    hit = _FIRST_FREE.get((id(bound), base))
+    if hit is not None and hit[0] is bound:
+        return hit[1]
+    k = 0
+    while f"{base}{k}" in bound:
+        k += 1
+    if len(_FIRST_FREE) >= _FIRST_FREE_LIMIT:
+        _FIRST_FREE.clear()
+    _FIRST_FREE[(id(bound), base)] = (bound, k)
+    return k
+
+
+def fresh_names(ir: ProcDef, base: str, count: int, also: set[str]) -> list[str]:
+    """``count`` names ``base<k>``, each the first that no symbol of ``ir`` and no name of
+    ``also`` or of the ones before has: the names ``fresh_name`` gives on ``used_names(ir) |
+    also``, one after the other, without building that union.
+
+    Before ``k = _first_free(bound, base)`` every ``base<j>`` is bound, so the search can
+    start there: a name free in the union is free in the bound names.
+    """
+    bound = bound_names(ir)
+    taken = {a.sym.name for a in ir.args} | also
+    k, out = _first_free(bound, base), list[str]()
+    while len(out) < count:
+        name = f"{base}{k}"
+        k += 1
+        if name not in bound and name not in taken:
+            out.append(name)
+    return out
+
+
 def fresh_name(taken: set[str], base: str) -> str:
     """``base0``, ``base1``, ... : the first not in ``taken`` (which it then joins)."""
     k = 0
@@ -146,6 +186,7 @@ __all__ = [
     "Use",
     "buffer_scope",
     "fresh_name",
+    "fresh_names",
     "minus",
     "new_access_locs",
     "rebuild",

@@ -64,11 +64,10 @@ from cursched.ir.types import BOOL, INDEX, DataType, TensorType
 from cursched.primitives.arguments import NewName, ParsedWindow, Window
 from cursched.primitives.buffers.buffer_common import (
     UseNode,
-    fresh_name,
+    fresh_names,
     minus,
     rebuild,
     simplified,
-    used_names,
 )
 from cursched.primitives.loops.loop_common import (
     int_const,
@@ -478,8 +477,7 @@ def _rewrite(
     elem: DataType = win.btype.elem
     staged = rebuild(stmts, win.buf, lambda old, new: _onto_tile(new, tile, win.coords, keep))
     first = loc.stmt_paths()[0]
-    taken = used_names(ir) | {name}  # fresh_name adds each name it makes: i0, i1, ...
-    make = _Nests(win, [Sym(fresh_name(taken, "i")) for _ in keep])
+    make = _Nests(win, [Sym(n) for n in fresh_names(ir, "i", len(keep), {name})])
     make.guard = _guards(ir, first, win)
     buf = win.buf
     new: list[Stmt] = [Alloc(tile, TensorType(elem, win.extents) if keep else elem, mem)]
