@@ -108,7 +108,7 @@ from cursched.cursors import (
     make_cursor,
 )
 from cursched.cursors.edits import Rewrite
-from cursched.cursors.forwarding import MoveMap, NodeMap, PathMap, SpliceMap
+from cursched.cursors.forwarding import ComposedMap, MoveMap, NodeMap, PathMap, SpliceMap
 from cursched.cursors.show import loc_text, show_loc
 from cursched.cursors.tree import stmt_list
 from cursched.errors import (
@@ -584,13 +584,29 @@ def top_shared(fmap: PathMap, new: ProcDef, old: ProcDef) -> tuple[int, int] | N
     """How many statements at the start and at the end of ``new``'s body are ``old``'s, as
     the step's map says by construction of the edit operations (a splice of the body keeps
     the statements around it; an edit below one top-level statement, or of it in place,
-    keeps every other, since ``update_at`` rebuilds only the nodes on its path); None where
-    the map does not say (several edits, a move across top-level statements, an edit of the
-    parameters)."""
+    keeps every other, since ``update_at`` rebuilds only the nodes on its path; several
+    edits all below one top-level statement, e.g. ``bind_expr``'s insertion and
+    replacement, keep every other too); None where the map does not say (edits under
+    different top-level statements, a move across them, an edit of the parameters)."""
     n, o = len(new.body), len(old.body)
+    if isinstance(fmap, SpliceMap) and fmap.parent == () and fmap.attr == "body":
+        return (fmap.lo, o - fmap.hi) if n - fmap.lo - fmap.n_new == o - fmap.hi else None
+    maps = fmap.maps if isinstance(fmap, ComposedMap) else (fmap,)
+    tops = {_top_index(m) for m in maps}
+    if len(tops) != 1:
+        return None
+    t = tops.pop()
+    if t is not None and n == o and 0 <= t < n:
+        return t, n - t - 1
+    return None
+
+
+def _top_index(fmap: PathMap) -> int | None:
+    """The index of the one top-level statement below which (or in place of which) the edit
+    of ``fmap`` is, leaving the body's length; None when the map does not say."""
     if isinstance(fmap, SpliceMap):
-        if fmap.parent == () and fmap.attr == "body":
-            return (fmap.lo, o - fmap.hi) if n - fmap.lo - fmap.n_new == o - fmap.hi else None
+        if fmap.parent == ():
+            return None  # a splice of the body itself (or of the parameters)
         path = fmap.parent
     elif isinstance(fmap, NodeMap):
         path = fmap.path
@@ -598,9 +614,7 @@ def top_shared(fmap: PathMap, new: ProcDef, old: ProcDef) -> tuple[int, int] | N
         path = fmap.parent  # a move inside one top-level statement (lift_alloc)
     else:
         return None
-    if path and path[0][0] == "body" and n == o and 0 <= path[0][1] < n:
-        return path[0][1], n - path[0][1] - 1
-    return None
+    return path[0][1] if path and path[0][0] == "body" else None
 
 
 def _passes_inserted(new: ProcDef, old: ProcDef, fmap: PathMap) -> bool:

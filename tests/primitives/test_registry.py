@@ -284,3 +284,18 @@ def test_top_shared_of_a_move_inside_one_statement() -> None:
     q, _ = lift_alloc(p, "t")  # out of i: to the top block, which changes
     step = q.step()
     assert step is not None and top_shared(step.fmap, q.ir(), p.ir()) is None
+
+
+def test_top_shared_of_several_edits_below_one_statement() -> None:
+    from cursched import bind_expr
+    from cursched.cursors.forwarding import ComposedMap, NodeMap
+    from cursched.primitives.registry import top_shared
+
+    p, _ = bind_expr(three, three.find("2.0"), "t")  # insert the binding, replace the use
+    step, parent = p.step(), p.parent()
+    assert step is not None and parent is not None and isinstance(step.fmap, ComposedMap)
+    assert top_shared(step.fmap, p.ir(), parent.ir()) == (1, 1)
+    # the same kinds of edits under two top-level statements: the map says nothing
+    old = parent.ir()
+    apart = ComposedMap((NodeMap((("body", 0),)), NodeMap((("body", 2),))))
+    assert top_shared(apart, old, old) is None
