@@ -404,7 +404,7 @@ def test_read_only_arrays_as_lists_or_big_as_memoryviews() -> None:
     # ``_run`` reads a read-only array through a list of its elements, or, above
     # _LIST_MAX elements, through a memoryview; written f32 arrays and scalars are stored
     # into directly (the memoryview rounds): the same bits either way
-    from cursched.interp.compile import _LIST_MAX
+    from cursched.interp.run_source import _LIST_MAX
 
     for n in (7, _LIST_MAX + 5):
         x = np.random.default_rng(n).standard_normal(n).astype(np.float32)

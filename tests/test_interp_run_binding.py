@@ -8,7 +8,7 @@ import pytest
 
 from cursched import DRAM, ArgumentError, proc
 from cursched.interp import compiled, interpret
-from cursched.interp.compile import _LIST_MAX
+from cursched.interp.run_source import _LIST_MAX
 
 
 @proc
@@ -116,7 +116,7 @@ def test_a_scalar_read_by_its_first_assignment_keeps_its_fill() -> None:
 
 
 def test_rounder_temporaries_read_directly_only_where_nothing_can_round_in_between() -> None:
-    from cursched.interp.compile import read_rounder_directly as direct
+    from cursched.interp.run_source import read_rounder_directly as direct
 
     body = ["    _R[0] = (a + b)", "    _t1 = _R[0]", "    _R[0] = (_t1 + c)"]
     assert direct(body) == ["    _R[0] = (a + b)", "    _R[0] = (_R[0] + c)"]

@@ -61,7 +61,7 @@ class LoopCompiler(ExprCompiler, ABC):
         self.checked_copy = False
         #: integer accumulators held unwrapped through a loop (wrapped when stored), by type
         self.unwrapped: dict[str, np.dtype[Any]] = {}
-        #: compiling ``_run``'s body (``Compiler._fast_run``): its arrays are distinct objects
+        #: compiling ``_run``'s body (``RunCompiler._fast_run``): its arrays are distinct objects
         self.fast = False
         #: the walked offsets of an innermost loop's accesses, by node: (w, dw), the offset
         #: at loop value v being ``w + v * dw``
@@ -72,7 +72,7 @@ class LoopCompiler(ExprCompiler, ABC):
         #: emitting the loops a dot-product nest falls back to (``_emit_dot``)
         self.in_dot_fallback = False
         #: ``_run``'s read-only arrays read only in dot-product nests: the lines making
-        #: their lists (``Compiler._run_check``), emitted where the nests' loops run
+        #: their lists (``RunCompiler._run_check``), emitted where the nests' loops run
         self.deferred: dict[Sym, list[str]] = {}
         #: the deferred arrays each dot-product nest reads, by the nest's ``For`` (identity)
         self.dot_lists: dict[int, list[Sym]] = {}

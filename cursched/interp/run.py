@@ -23,8 +23,9 @@ from typing import Any, assert_never
 import numpy as np
 
 from cursched.errors import ArgumentError, InterpreterError
-from cursched.interp.compile import MEMORYVIEW_FORMATS, CompiledProc, Compiler
+from cursched.interp.compile import CompiledProc, Compiler
 from cursched.interp.exprs import CTRL_OPS, reset_config_state
+from cursched.interp.run_source import MEMORYVIEW_FORMATS
 from cursched.interp.values import fmt_expr, quiet_numpy, restore_numpy, to_python
 from cursched.ir.nodes import (
     BinOp,
