@@ -7,7 +7,6 @@ Types (and the shapes inside them) and the callee of a ``Call`` are not.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any, TypeGuard
 
@@ -34,6 +33,7 @@ from cursched.ir.nodes import (
     USub,
     WindowExpr,
     WindowStmt,
+    rebuilder,
 )
 from cursched.ir.paths import Path, Step
 
@@ -102,69 +102,17 @@ def walk_stmts(
             yield from walk_stmts(s.orelse, path, "orelse")
 
 
-# (node class, fields) -> a function building a copy of a node with those fields changed:
-# ``update_at`` rebuilds every node on the path of an edit, and a frozen dataclass's
-# constructor costs about 110 ns a field (each assignment goes through
-# ``object.__setattr__``, past the frozen check), ``Node.replace`` more (a keyword dict, a
-# change test: the caller here knows the field changed).
-_REBUILD: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
-
-
-def _rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:
-    """A function ``(node, *values)`` -> a new ``cls`` node with the fields ``attrs`` set to
-    ``values`` and every other field from ``node``.
-
-    A slotted dataclass with the generated ``__init__`` and no ``__post_init__`` (every IR
-    node) is filled through its slot descriptors, half the cost of its constructor and the
-    same object the constructor would make (that ``__init__`` only assigns the fields); any
-    other class calls its constructor.
-    """
-    fs = [f for f in dataclasses.fields(cls) if f.init]
-    slots = getattr(cls, "__slots__", ())
-    env: dict[str, Any] = {"cls": cls, "new": object.__new__}
-    params = ", ".join(["n", *(f"v{k}" for k in range(len(attrs)))])
-
-    def value(name: str) -> str:
-        return f"v{attrs.index(name)}" if name in attrs else f"n.{name}"
-
-    # ``dataclasses`` writes ``__init__`` with ``exec`` (its code comes from "<string>"); a
-    # hand-written one may do more than assign, and is called
-    init = getattr(getattr(cls, "__init__", None), "__code__", None)
-    generated = init is not None and init.co_filename == "<string>"
-    direct = generated and not hasattr(cls, "__post_init__") and all(f.name in slots for f in fs)
-    if direct and len(fs) == len(dataclasses.fields(cls)):
-        lines = [f"def build({params}):", "    o = new(cls)"]
-        for f in fs:
-            env[f"set_{f.name}"] = getattr(cls, f.name).__set__
-            lines.append(f"    set_{f.name}(o, {value(f.name)})")
-        lines.append("    return o")
-    else:
-        parts = [f"{f.name}={value(f.name)}" if f.kw_only else value(f.name) for f in fs]
-        lines = [f"def build({params}):", f"    return cls({', '.join(parts)})"]
-    # generated code, as ``dataclasses`` generates ``__init__``: one plain call per field
-    exec("\n".join(lines), env)
-    fn: Callable[..., Any] = env["build"]
-    _REBUILD[cls, attrs] = fn
-    return fn
-
-
 def copy_node(node: Any) -> Any:
     """A new node object equal to ``node`` (the same children): a node that must not keep
     the old one's identity (``dataclasses.replace(node)``, at the cost of the constructor)."""
-    fn = _REBUILD.get((type(node), ()))
-    if fn is None:
-        fn = _rebuilder(type(node), ())
-    return fn(node)
+    return rebuilder(type(node), ())(node)
 
 
 def copy_tree(node: Any) -> Any:
     """``node`` and every addressable node below it rebuilt as new objects (the same
     symbols, types and values): a copy that keeps no old node's identity."""
     kids = _CHILDREN.get(type(node), ())
-    key = (type(node), tuple(attr for attr, _ in kids))
-    fn = _REBUILD.get(key)
-    if fn is None:
-        fn = _rebuilder(*key)
+    fn = rebuilder(type(node), tuple(attr for attr, _ in kids))
     values = [
         tuple(map(copy_tree, getattr(node, attr))) if many else copy_tree(getattr(node, attr))
         for attr, many in kids
@@ -177,10 +125,7 @@ def with_field(node: Any, attr: str, value: Any) -> Any:
     very object): what ``node.replace(attr=value)`` gives, at the cost of the constructor."""
     if value is getattr(node, attr):
         return node
-    fn = _REBUILD.get((type(node), (attr,)))
-    if fn is None:
-        fn = _rebuilder(type(node), (attr,))
-    return fn(node, value)
+    return rebuilder(type(node), (attr,))(node, value)
 
 
 def update_at(root: Any, path: Path, fn: Callable[[Any], Any]) -> Any:

@@ -10,6 +10,7 @@ between versions of a proc.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import is_not
@@ -43,19 +44,66 @@ class Node:
                 break
         else:
             return self
-        # What ``dataclasses.replace`` does, without its per-call reflection over the
-        # fields: every rewrite rebuilds nodes through here.
-        cls = type(self)
-        names = _FIELDS.get(cls)
-        if names is None:
-            names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(self) if f.init)
-        kw = {n: getattr(self, n) for n in names}
-        kw.update(changes)
-        return cls(**kw)
+        # every rewrite rebuilds nodes through here: a builder per class and changed fields
+        # (``rebuilder``), not ``dataclasses.replace``'s per-call reflection over the fields
+        out: Self = rebuilder(type(self), tuple(changes))(self, *changes.values())
+        return out
 
 
-# The init fields of each node class, for ``Node.replace``.
-_FIELDS: dict[type, tuple[str, ...]] = {}
+# (node class, fields) -> a function building a copy of a node with those fields changed.
+# Every rewrite rebuilds nodes (``Node.replace``; ``update_at`` on the path of an edit, through
+# ``cursors.tree.with_field``), and a frozen dataclass's constructor costs about 110 ns a field
+# (each assignment goes through ``object.__setattr__``, past the frozen check);
+# ``dataclasses.replace`` adds a reflection over the fields per call.
+_REBUILD: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
+
+
+def _make_rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:
+    """A function ``(node, *values)`` -> a new ``cls`` node with the fields ``attrs`` set to
+    ``values`` and every other field from ``node``.
+
+    A slotted dataclass with the generated ``__init__`` and no ``__post_init__`` (every IR
+    node) is filled through its slot descriptors, half the cost of its constructor and the
+    same object the constructor would make (that ``__init__`` only assigns the fields); any
+    other class calls its constructor.
+    """
+    fs = [f for f in dataclasses.fields(cls) if f.init]
+    unknown = set(attrs) - {f.name for f in fs}
+    if unknown:  # what the constructor would say of an unknown keyword
+        raise TypeError(f"{cls.__name__} has no init field {sorted(unknown)[0]!r}")
+    slots = getattr(cls, "__slots__", ())
+    env: dict[str, Any] = {"cls": cls, "new": object.__new__}
+    params = ", ".join(["n", *(f"v{k}" for k in range(len(attrs)))])
+
+    def value(name: str) -> str:
+        return f"v{attrs.index(name)}" if name in attrs else f"n.{name}"
+
+    # ``dataclasses`` writes ``__init__`` with ``exec`` (its code comes from "<string>"); a
+    # hand-written one may do more than assign, and is called
+    init = getattr(getattr(cls, "__init__", None), "__code__", None)
+    generated = init is not None and init.co_filename == "<string>"
+    direct = generated and not hasattr(cls, "__post_init__") and all(f.name in slots for f in fs)
+    if direct and len(fs) == len(dataclasses.fields(cls)):
+        lines = [f"def build({params}):", "    o = new(cls)"]
+        for f in fs:
+            env[f"set_{f.name}"] = getattr(cls, f.name).__set__
+            lines.append(f"    set_{f.name}(o, {value(f.name)})")
+        lines.append("    return o")
+    else:
+        parts = [f"{f.name}={value(f.name)}" if f.kw_only else value(f.name) for f in fs]
+        lines = [f"def build({params}):", f"    return cls({', '.join(parts)})"]
+    # generated code, as ``dataclasses`` generates ``__init__``: one plain call per field
+    exec("\n".join(lines), env)
+    fn: Callable[..., Any] = env["build"]
+    _REBUILD[cls, attrs] = fn
+    return fn
+
+
+def rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:
+    """The function ``(node, *values)`` -> a new ``cls`` object with the fields ``attrs`` set
+    to ``values`` and every other field from ``node`` (made once per class and fields)."""
+    fn = _REBUILD.get((cls, attrs))
+    return _make_rebuilder(cls, attrs) if fn is None else fn
 
 
 _loc = field(default=None, compare=False, repr=False, kw_only=True)

@@ -49,7 +49,7 @@ Ranges = Mapping[Sym, af.Bound]
 
 # ------------------------------------------------------------------------ node builders
 
-# The init fields of each node class, for ``force_new`` and ``rebuild``.
+# The init fields of each node class, for ``rebuild`` and the plan's static fields.
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 

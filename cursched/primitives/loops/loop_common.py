@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from cursched.analysis import affine as af
 from cursched.analysis.checks import SafetyError
 from cursched.cursors import Cursor
+from cursched.cursors.tree import copy_node
 from cursched.errors import SchedulingError
 from cursched.ir.nodes import (
     Alloc,
@@ -54,7 +55,7 @@ from cursched.ir.types import INT, TensorType
 # re-exported: the loop, buffer and scope primitives import them from here
 from cursched.primitives.arguments import BadIndexExpressionError as BadIndexExpressionError
 from cursched.primitives.arguments import index_expr as index_expr
-from cursched.primitives.loops.copies import fields_of, is_int, rebuild
+from cursched.primitives.loops.copies import is_int, rebuild
 from cursched.primitives.loops.copies import unroll_copies as unroll_copies
 from cursched.primitives.registry import fail
 
@@ -191,12 +192,6 @@ def rename_stmt(s: Stmt, env: Mapping[Sym, Sym]) -> Stmt:
     return fs(s)
 
 
-def _force_new(node: N) -> N:
-    # always a new object, unlike Node.replace (dataclasses.replace without its reflection)
-    cls = type(node)
-    return cls(**{n: getattr(node, n) for n in fields_of(cls)})
-
-
 class _Fresh:
     """One ``fresh_copy`` being made: ``rename_stmt`` / ``rename_expr`` whose result shares
     no node with its input (every node, window coordinates included, built anew from its
@@ -243,7 +238,7 @@ class _Fresh:
             new: Stmt = rebuild(s, self.expr, self.env)
             return new
         out = _rename_binder(map_stmt_children(s, self.stmt, self.expr), self.env)
-        return _force_new(out) if out is s else out
+        return copy_node(out) if out is s else out  # always a new object
 
 
 def fresh_copy(
