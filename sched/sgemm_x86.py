@@ -435,13 +435,7 @@ def right_rows(p: Proc, nest: ForCursor, t: Target) -> tuple[Proc, ForCursor]:
     assert isinstance(nest, ForCursor)
     p, icut = cut_loop(p, nest.body()[0], f"{mr} * (M / {mr})")
     p, f = fission(p, icut.first.after(), n_lifts=1)
-    p, _ = shift_loop(p, f.second.body()[0], 0)
-    p, corner = if_runs(p, f.second, 1, f"M % {mr} > 0")
-    p, cs = split(p, corner.body()[0].body()[0], w, ("jo", "ji"), tail="cut_and_guard")
-    p, h = fission(p, p.forward(cs.outer).after(), n_lifts=2)
-    p, _ = reorder_loops(p, h.first.body()[0])  # k, jo, i
-    p, _ = reorder_loops(p, h.first)  # jo, k, i
-    p = lift(p, cs.guard, 2)
+    p = corner_rows(p, f.second, mr, w)
     rows = p.forward(f.first)
     assert isinstance(rows, ForCursor)
     return p, rows
@@ -654,15 +648,21 @@ def right_edge(p: Proc, nest: ForCursor, t: Target) -> Proc:
     p, _ = reorder_loops(p, g.first.body()[0].body()[0])  # io, k, jo, ii
     p, _ = reorder_loops(p, g.first.body()[0])  # io, jo, k, ii
     p = lift(p, js.guard, 3)
-    # the corner: the M % MR rows, behind ``if M % MR > 0``
-    p, _ = shift_loop(p, f.second.body()[0], 0)
-    p, corner = if_runs(p, f.second, 1, f"M % {mr} > 0")
-    p, cs = split(p, corner.body()[0].body()[0], v, ("jo", "ji"), tail="cut_and_guard")
+    p = corner_rows(p, f.second, mr, v)  # the corner: the M % MR rows
+    return p
+
+
+def corner_rows(p: Proc, rows: ForCursor, mr: int, width: int) -> Proc:
+    """The corner's nest ``rows`` (the ``M % MR`` rows left below the row tiles, a ``k`` loop
+    of their ``i, j`` loops) behind ``if M % MR > 0``, its columns split by ``width`` with a
+    guarded tail, as ``jo, k, i`` loops; the guard lifted out of them."""
+    p, _ = shift_loop(p, rows.body()[0], 0)
+    p, corner = if_runs(p, rows, 1, f"M % {mr} > 0")
+    p, cs = split(p, corner.body()[0].body()[0], width, ("jo", "ji"), tail="cut_and_guard")
     p, h = fission(p, p.forward(cs.outer).after(), n_lifts=2)
     p, _ = reorder_loops(p, h.first.body()[0])  # k, jo, i
     p, _ = reorder_loops(p, h.first)  # jo, k, i
-    p = lift(p, cs.guard, 2)
-    return p
+    return lift(p, cs.guard, 2)
 
 
 def bottom_edge(p: Proc, nest: ForCursor, t: Target, blocked: bool) -> tuple[Proc, StmtCursor]:
