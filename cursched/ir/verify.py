@@ -345,6 +345,66 @@ class _Verifier:
             case _:
                 assert_never(e)
 
+    def data_ok(self, e: Expr) -> bool:
+        """Whether ``data`` passes ``e``, decided without paths for the commonest shapes.
+
+        Float literals, reads of data (their indices checked as ``indices`` checks them)
+        and arithmetic over them: the right-hand side of nearly every unrolled or split
+        loop, verified again for each copy. True only where ``data``
+        would pass and after recording the same ``deps``; False (anything else, and every
+        failure) sends the caller to ``data``, which rechecks and builds the message.
+        """
+        te = type(e)
+        if te is BinOp:
+            assert isinstance(e, BinOp)
+            return (
+                e.op in ARITH_OPS
+                and type(e.type) is DataType
+                and self.data_ok(e.lhs)
+                and self.data_ok(e.rhs)
+            )
+        if te is Const:
+            t = e.type
+            return type(e.value) is float and type(t) is DataType and t.is_float()
+        if te is not Read:
+            return False
+        assert isinstance(e, Read)
+        env, deps = self.env, self.deps
+        var = env.get(e.sym)
+        if var is None:
+            return False  # a configuration field, or unbound: the general path decides
+        t = var.type
+        if type(t) is TensorType:
+            if len(e.idx) != t.rank() or e.type != t.elem:
+                return False
+        elif type(t) is not DataType or e.idx or e.type != t:
+            return False
+        for i in e.idx:
+            # the same two index shapes ``indices`` decides without ``int_ctrl``
+            if type(i) is Read and not i.idx:
+                iv = env.get(i.sym)
+                it = i.type
+                if not (type(it) is ControlType and it.name != "bool"):
+                    return False
+                if iv is None or it != iv.type:
+                    return False
+                if deps is not None:
+                    deps[i.sym] = iv.type
+            elif type(i) is Const and type(i.value) is int:
+                ct = i.type
+                if not (type(ct) is ControlType and ct.name != "bool"):
+                    return False
+            else:
+                # any other index (``io * 4 + ii``): the general check, without a path;
+                # when it fails, ``data`` checks again and words the error with the path
+                try:
+                    self.int_ctrl(i, (), "control-expr", "an index")
+                except IRVerificationError:
+                    return False
+        if deps is not None:
+            deps[e.sym] = t
+        return True
+
     def data_read(self, e: Read, path: Path) -> None:
         var = self.lookup(e.sym, path, e.srcinfo)
         t = var.type
@@ -529,7 +589,8 @@ class _Verifier:
         if len(s.idx) != rank:
             self.fail("index-count", path, f"{s.sym!r} has rank {rank}, {len(s.idx)} indices")
         self.indices(s.idx, path)
-        self.data(s.rhs, (*path, ("rhs", -1)))
+        if not self.data_ok(s.rhs):
+            self.data(s.rhs, (*path, ("rhs", -1)))
 
     def loop(self, s: For, path: Path) -> None:
         self.loop_header(s, path)
