@@ -354,21 +354,18 @@ class _Verifier:
         would pass and after recording the same ``deps``; False (anything else, and every
         failure) sends the caller to ``data``, which rechecks and builds the message.
         """
-        te = type(e)
-        if te is BinOp:
-            assert isinstance(e, BinOp)
+        if type(e) is BinOp:
             return (
                 e.op in ARITH_OPS
                 and type(e.type) is DataType
                 and self.data_ok(e.lhs)
                 and self.data_ok(e.rhs)
             )
-        if te is Const:
+        if type(e) is Const:
             t = e.type
             return type(e.value) is float and type(t) is DataType and t.is_float()
-        if te is not Read:
+        if type(e) is not Read:
             return False
-        assert isinstance(e, Read)
         env, deps = self.env, self.deps
         var = env.get(e.sym)
         if var is None:
