@@ -17,6 +17,7 @@ call them directly (for a value it computes itself, such as ``split``'s default 
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 from collections.abc import Iterator, Mapping, Set
 from dataclasses import dataclass
@@ -323,6 +324,17 @@ def _from_ast(node: ast.expr, names: Mapping[str, Read]) -> Expr | None:
 # ----------------------------------------------------------------------------- conditions
 
 
+@functools.lru_cache(maxsize=512)
+def _parse_eval(text: str) -> ast.expr | None:
+    """The Python syntax of an argument's text (None: not an expression). Cached: a pure
+    function of the text, and a schedule passes the same few condition strings again and
+    again; the trees are only read (every converter here builds new IR), never changed."""
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
 def _bool_args(ir: ProcDef) -> dict[str, Read]:
     return {a.sym.name: Read(a.sym, (), BOOL) for a in ir.args if a.type == BOOL}
 
@@ -346,10 +358,7 @@ def condition_expr(
     if isinstance(value, ExprCursor):
         value = value.node()
     if isinstance(value, str):
-        try:
-            tree: ast.expr | None = ast.parse(value.strip(), mode="eval").body
-        except SyntaxError:
-            tree = None
+        tree = _parse_eval(value)
         e = None if tree is None else _cond_from_ast(ir, path, tree, primitive, where)
     elif isinstance(value, Node) and getattr(value, "type", None) == BOOL:
         e = value  # type: ignore[assignment]
@@ -367,19 +376,26 @@ def condition_expr(
 def _cond_from_ast(
     ir: ProcDef, path: Path, node: ast.expr, primitive: str, where: Cursor
 ) -> Expr | None:
-    def arith(x: ast.expr) -> Expr | None:
-        try:
-            return index_expr(ir, path, ast.unparse(x), primitive, where, "operand")
-        except SchedulingError:
-            return None
+    # the names are looked up once per condition (not once per operand), and an operand's
+    # syntax is converted as it is (not printed and parsed again): index_expr's text path
+    # is ast.parse, _from_ast, to_aff, from_aff, of which the parse is a round trip
+    return _cond(node, _visible_controls(ir, path), _bool_args(ir))
 
+
+def _arith(x: ast.expr, names: Mapping[str, Read]) -> Expr | None:
+    e = _from_ast(x, names)
+    a = None if e is None else af.to_aff(e)
+    return None if a is None else af.from_aff(a)
+
+
+def _cond(node: ast.expr, names: Mapping[str, Read], bools: Mapping[str, Read]) -> Expr | None:
     match node:
         case ast.Constant(value=bool() as v):
             return Const(v, BOOL)
-        case ast.Name(id=n) if n in _bool_args(ir):
-            return _bool_args(ir)[n]
+        case ast.Name(id=n) if n in bools:
+            return bools[n]
         case ast.BoolOp(op=bop, values=values):
-            parts = [_cond_from_ast(ir, path, v, primitive, where) for v in values]
+            parts = [_cond(v, names, bools) for v in values]
             if any(p is None for p in parts):
                 return None
             opname = "and" if isinstance(bop, ast.And) else "or"
@@ -389,9 +405,9 @@ def _cond_from_ast(
             return out
         case ast.Compare(left=left, ops=ops, comparators=rights):
             terms: list[Expr] = []
-            lhs = arith(left)
+            lhs = _arith(left, names)
             for op, r in zip(ops, rights, strict=True):
-                rhs = arith(r)
+                rhs = _arith(r, names)
                 if lhs is None or rhs is None or type(op) not in _CMP:
                     return None
                 terms.append(BinOp(_CMP[type(op)], lhs, rhs, BOOL))  # type: ignore[arg-type]
