@@ -366,8 +366,7 @@ class _Verifier:
             return type(e.value) is float and type(t) is DataType and t.is_float()
         if type(e) is not Read:
             return False
-        env, deps = self.env, self.deps
-        var = env.get(e.sym)
+        var = self.env.get(e.sym)
         if var is None:
             return False  # a configuration field, or unbound: the general path decides
         t = var.type
@@ -376,30 +375,13 @@ class _Verifier:
                 return False
         elif type(t) is not DataType or e.idx or e.type != t:
             return False
-        for i in e.idx:
-            # the same two index shapes ``indices`` decides without ``int_ctrl``
-            if type(i) is Read and not i.idx:
-                iv = env.get(i.sym)
-                it = i.type
-                if not (type(it) is ControlType and it.name != "bool"):
-                    return False
-                if iv is None or it != iv.type:
-                    return False
-                if deps is not None:
-                    deps[i.sym] = iv.type
-            elif type(i) is Const and type(i.value) is int:
-                ct = i.type
-                if not (type(ct) is ControlType and ct.name != "bool"):
-                    return False
-            else:
-                # any other index (``io * 4 + ii``): the general check, without a path;
-                # when it fails, ``data`` checks again and words the error with the path
-                try:
-                    self.int_ctrl(i, (), "control-expr", "an index")
-                except IRVerificationError:
-                    return False
-        if deps is not None:
-            deps[e.sym] = t
+        try:
+            # no path: only a failure words one, and a failure goes to ``data`` again
+            self.indices(e.idx, ())
+        except IRVerificationError:
+            return False
+        if self.deps is not None:
+            self.deps[e.sym] = t
         return True
 
     def data_read(self, e: Read, path: Path) -> None:

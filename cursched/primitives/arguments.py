@@ -280,10 +280,7 @@ def index_expr(
     elif isinstance(value, int):
         e = Const(value, INT)
     elif isinstance(value, str):
-        try:
-            tree = ast.parse(value.strip(), mode="eval").body
-        except SyntaxError:
-            tree = None
+        tree = _parse_eval(value)
         e = None if tree is None else _from_ast(tree, names)
     elif isinstance(value, Node) and _is_int(value):
         e = value  # type: ignore[assignment]
@@ -359,7 +356,7 @@ def condition_expr(
         value = value.node()
     if isinstance(value, str):
         tree = _parse_eval(value)
-        e = None if tree is None else _cond_from_ast(ir, path, tree, primitive, where)
+        e = None if tree is None else _cond_from_ast(ir, path, tree)
     elif isinstance(value, Node) and getattr(value, "type", None) == BOOL:
         e = value  # type: ignore[assignment]
         ok = {a.sym for a in ir.args} | {lp.iter for lp in context_of(ir, path).loops}
@@ -373,9 +370,7 @@ def condition_expr(
     return e
 
 
-def _cond_from_ast(
-    ir: ProcDef, path: Path, node: ast.expr, primitive: str, where: Cursor
-) -> Expr | None:
+def _cond_from_ast(ir: ProcDef, path: Path, node: ast.expr) -> Expr | None:
     # the names are looked up once per condition (not once per operand), and an operand's
     # syntax is converted as it is (not printed and parsed again): index_expr's text path
     # is ast.parse, _from_ast, to_aff, from_aff, of which the parse is a round trip
