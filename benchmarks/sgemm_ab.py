@@ -7,6 +7,8 @@ size the two compiled procs and numpy (OpenBLAS, 1 thread) run alternately, old,
 variant is faster. Unchanged code paths read 0.98-1.02 on the loaded 2-core machine: an
 effect under 2% needs several rounds (``--sizes 1000,1000,1000``) to show.
 
+A field's value is a number or the name of an x86 instruction (``--old load=mm512_loadu_ps``).
+
 Run: python benchmarks/sgemm_ab.py [--old right=0] [--new ""] [--sizes 1000,1999] [--reps 15]
 """
 
@@ -31,15 +33,17 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cursched.platforms import x86
 from cursched.platforms.x86 import isa
 
 
-def parse_fields(spec: str) -> dict[str, int]:
-    """``"kc=512, mcb=8"`` as ``{"kc": 512, "mcb": 8}`` (empty: no field)."""
-    fields = {}
+def parse_fields(spec: str) -> dict[str, object]:
+    """``"kc=512, mcb=8"`` as ``{"kc": 512, "mcb": 8}`` (empty: no field); a value that is
+    not a number names an instruction of ``cursched.platforms.x86`` (``load=mm512_loadu_ps``)."""
+    fields: dict[str, object] = {}
     for item in filter(None, (s.strip() for s in spec.split(","))):
-        key, value = item.split("=")
-        fields[key.strip()] = int(value)
+        key, value = (part.strip() for part in item.split("="))
+        fields[key] = int(value) if value.lstrip("-").isdigit() else getattr(x86, value)
     return fields
 
 

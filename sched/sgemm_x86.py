@@ -174,11 +174,26 @@ AVX512_TARGET = Target(
 )  # fmt: skip
 
 
+# The same registers and tiles on Intel's AVX-512 cores (measured on a Xeon of family 6,
+# model 207: 48 KiB L1d, 2 MiB L2, two 512-bit FMA pipes; benchmarks/results/sgemm.md,
+# wave 7), two measured differences from the AMD EPYC (Zen 5) kind:
+# - B's rows prefetched 3 KiB (24 rows of a panel) ahead into L1 by the kernels' loads
+#   (``mm512_loadu_ps_prefetch``): the 128 KiB KC x NR panel lives in L2, and Intel's L1
+#   prefetchers do not run that far ahead; hand-edited C, ours/numpy base -> prefetch at
+#   1000 0.96 -> 1.00, 1024 0.97 -> 0.99, 2048 0.96 -> 0.99, 1999 0.93 -> 1.00, 512 1.03 ->
+#   1.07 (2048 and 4096 bytes ahead within 1% of 3072, 1024 ahead 2% worse at 2048);
+# - rows_k = 0 (A and B always packed): on A's and B's rows in place the schedule ran 0.83-0.93
+#   of numpy at 448-512 (packed: 1.02-1.05); new/old 1.10-1.15 at 448-512, 1.05 at 320,
+#   1.00-1.01 at 256 and 384 (sgemm_ab.py --old "" --new rows_k=0, wave 7).
+AVX512_INTEL_TARGET = AVX512_TARGET._replace(load=x86.mm512_loadu_ps_prefetch, rows_k=0)
+
+
 def target() -> Target:
-    """The target for the running CPU (``cursched.platforms.x86.isa()``)."""
+    """The target for the running CPU (``cursched.platforms.x86.isa()``; with AVX-512, the
+    maker's tuning: ``cpu_vendor()``)."""
     isa = x86.isa()
     if isa == "avx512":
-        return AVX512_TARGET
+        return AVX512_INTEL_TARGET if x86.cpu_vendor() == "intel" else AVX512_TARGET
     if isa == "avx2":
         return AVX2_TARGET
     raise SystemExit("sgemm_x86: this CPU has neither AVX2+FMA nor AVX-512")

@@ -9,6 +9,11 @@ Features are read from ``/proc/cpuinfo`` (the ``flags`` line, Linux's names: ``a
 ``fma``, ``avx512f``, ...); where that file does not exist, from the compiler's
 ``-march=native`` macros (``__AVX2__`` -> ``avx2``). ``CURSCHED_CPU_FEATURES`` (a
 comma-separated list) replaces the detected set, so tests and cross-builds can state the CPU.
+
+``cpu_vendor()`` names the maker (``"intel"``, ``"amd"`` or ``"other"``, from the
+``vendor_id`` line; ``CURSCHED_CPU_VENDOR`` replaces it): schedules whose best tuning was
+measured to differ between the two makers' cores with the same instructions (the sgemm's
+prefetching and packing, ``sched/sgemm_x86.py``) choose by it.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 
 from cursched.errors import CodegenError
 
-__all__ = ["check_features", "cpu_features"]
+__all__ = ["check_features", "cpu_features", "cpu_vendor"]
 
 #: Compiler macro -> /proc/cpuinfo flag, for the fallback detection.
 _MACROS = {
@@ -76,6 +81,32 @@ def cpu_features() -> frozenset[str]:
     if env is not None:
         return frozenset(f.strip() for f in env.split(",") if f.strip())
     return _detected()
+
+
+#: ``vendor_id`` of ``/proc/cpuinfo`` -> the name ``cpu_vendor`` gives.
+_VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+
+
+@functools.cache
+def _detected_vendor() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "other"
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "vendor_id":
+            return _VENDORS.get(value.strip(), "other")
+    return "other"
+
+
+def cpu_vendor() -> str:
+    """The running CPU's maker: ``"intel"``, ``"amd"`` or ``"other"`` (unknown, or no
+    ``/proc/cpuinfo``), or what ``CURSCHED_CPU_VENDOR`` states."""
+    env = os.environ.get("CURSCHED_CPU_VENDOR")
+    if env is not None:
+        return env.strip().lower()
+    return _detected_vendor()
 
 
 def check_features(required: Iterable[tuple[str, str]], what: str) -> None:

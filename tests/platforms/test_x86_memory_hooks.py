@@ -3,6 +3,8 @@ tiles of any rank compile, windows of windows compose, CPU features are checked.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,7 @@ from cursched.platforms.x86 import (
     AVX2,
     AVX512,
     cpu_features,
+    cpu_vendor,
     isa,
     mm256_fmadd_ps,
     mm256_loadu_ps,
@@ -218,3 +221,21 @@ def test_cpu_features_reads_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     feats = cpu_features()
     assert feats, "no CPU flags found"
     assert ("avx2" in feats) == (isa() in ("avx2", "avx512"))
+
+
+def test_cpu_vendor_reads_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cpu_vendor`` agrees with ``/proc/cpuinfo``'s ``vendor_id``, and the environment
+    variable states another maker (tests and cross-builds)."""
+    monkeypatch.delenv("CURSCHED_CPU_VENDOR", raising=False)
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        assert cpu_vendor() == "other"
+    else:
+        lines = text.splitlines()
+        ids = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("vendor_id")]
+        makers = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+        want = makers.get(ids[0], "other") if ids else "other"
+        assert cpu_vendor() == want
+    monkeypatch.setenv("CURSCHED_CPU_VENDOR", " AMD ")
+    assert cpu_vendor() == "amd"

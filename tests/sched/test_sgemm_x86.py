@@ -230,6 +230,9 @@ def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("CURSCHED_CPU_FEATURES", "avx,avx2,fma")
     assert script.target() is script.AVX2_TARGET
     monkeypatch.setenv("CURSCHED_CPU_FEATURES", "avx,avx2,fma,avx512f")
+    monkeypatch.setenv("CURSCHED_CPU_VENDOR", "intel")
+    assert script.target() is script.AVX512_INTEL_TARGET
+    monkeypatch.setenv("CURSCHED_CPU_VENDOR", "amd")
     t = script.target()
     assert t is script.AVX512_TARGET and (t.mr, t.nr) == (14, 32)
     fast = script.schedule_microkernel(script.microkernel(t, "packed"), t)
@@ -276,6 +279,48 @@ def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int, rows
 
 def test_avx512_final_proc_golden(scheduled512: Proc, golden) -> None:  # type: ignore[no-untyped-def]
     golden.check(scheduled512)
+
+
+@pytest.fixture(scope="module")
+def scheduled512_intel(script: ModuleType) -> Proc:
+    """The AVX-512 schedule with Intel's tuning (B prefetched by the kernels' loads, A and B
+    always packed)."""
+    return script.schedule(script.sgemm, script.AVX512_INTEL_TARGET)
+
+
+def test_avx512_intel_final_proc_golden(scheduled512_intel: Proc, golden) -> None:  # type: ignore[no-untyped-def]
+    golden.check(scheduled512_intel)
+
+
+def test_avx512_intel_target_prefetches_b_and_packs(
+    script: ModuleType, scheduled512: Proc, scheduled512_intel: Proc
+) -> None:
+    """Intel's target differs from AMD's in two fields only: its kernels' loads of B
+    prefetch 3 KiB ahead (one ``_mm_prefetch`` per load, the loads otherwise the same), and a
+    short K packs A and B like a deep one (``rows_k = 0``: no kernel reads A's rows in place
+    but the bottom edge's, as with a deep K)."""
+    intel, amd = script.AVX512_INTEL_TARGET, script.AVX512_TARGET
+    assert intel._replace(load=amd.load, rows_k=amd.rows_k) == amd
+    kernel = {
+        t: script.schedule_microkernel(script.microkernel(t, "packed"), t) for t in (intel, amd)
+    }
+    c_intel, c_amd = (generate_unit("uk", [kernel[t].ir()]).c_source for t in (intel, amd))
+    b_row = r"Bv\[\d\] = _mm512_loadu_ps\("
+    loads = len(re.findall(b_row, c_amd))
+    assert loads == len(re.findall(b_row, c_intel)) == 4  # 2 vectors, k chunked and its tail
+    assert c_intel.count("+ 3072, _MM_HINT_T0)") == loads and "3072" not in c_amd
+    # whole 14-row tiles on A's rows in place (MV = 14), and B's rows in place: AMD's short K
+    in_place = (r", 14, A\[", r", B\[")
+    for pattern in in_place:
+        assert re.search(pattern, str(scheduled512)), pattern
+        assert not re.search(pattern, str(scheduled512_intel)), pattern
+
+
+@pytest.mark.skipif("avx512f" not in cpu_features(), reason="this CPU lacks AVX-512")
+def test_avx512_intel_target_matches_numpy(script: ModuleType, scheduled512_intel: Proc) -> None:
+    """Intel's schedule at sizes with every edge, a short K (packed here) and a deep one."""
+    sizes = [(1, 1, 1), (15, 33, 17), (200, 530, 300), (29, 70, 1024 + 3), (181, 95, 1024)]
+    assert script.check(scheduled512_intel, sizes) <= 1e-5
 
 
 def test_avx512_right_edge_runs_in_the_blocks_on_packed_a(scheduled512: Proc) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "mm512_fmadd_ps",
     "mm512_fmadd_ps_broadcast",
     "mm512_loadu_ps",
+    "mm512_loadu_ps_prefetch",
     "mm512_mask_fmadd_ps",
     "mm512_mask_fmadd_ps_broadcast",
     "mm512_mask_setzero_ps",
@@ -45,6 +46,17 @@ _MASK = "(__mmask16)((1u << {N}) - 1u)"
 
 @instr("{dst} = _mm512_loadu_ps({src});")
 def mm512_loadu_ps(dst: [f32][16] @ AVX512, src: [f32][16] @ DRAM):
+    assert stride(src, 0) == 1
+    assert stride(dst, 0) == 1
+    for i in seq(0, 16):
+        dst[i] = src[i]
+
+
+@instr("{dst} = _mm512_loadu_ps({src}); _mm_prefetch((const char *)({src}) + 3072, _MM_HINT_T0);")
+def mm512_loadu_ps_prefetch(dst: [f32][16] @ AVX512, src: [f32][16] @ DRAM):
+    # the load, and a hint to fetch the line 3 KiB ahead into L1 (a packed panel read in
+    # order: 24 rows of a 32-float panel of B, sched/sgemm_x86.py's Intel target); a
+    # prefetch never faults nor changes memory, so the meaning is the load's
     assert stride(src, 0) == 1
     assert stride(dst, 0) == 1
     for i in seq(0, 16):
