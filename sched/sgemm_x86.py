@@ -137,6 +137,8 @@ class Target(NamedTuple):
     first: int = 2  # the whole tiles' first K block writes C, no zeroing pass over them
     # (``zero_into_first_block``): 1: the K remainder (run first) when K % KC > 0; 2: also
     # ``ko = 0`` when K % KC == 0; 0: C zeroed, then every block adds
+    bload: Proc | None = None  # the kernels' loads of B's rows in their k loops (None:
+    # ``load``, as the loads of C's tile): a prefetching load reaches ahead in the packed panel
 
 
 # kc and mcb: the best of a tuning run on the AMD EPYC (Zen 3) kind, 1024^3, 1 worker
@@ -178,14 +180,15 @@ AVX512_TARGET = Target(
 # model 207: 48 KiB L1d, 2 MiB L2, two 512-bit FMA pipes; benchmarks/results/sgemm.md,
 # wave 7), two measured differences from the AMD EPYC (Zen 5) kind:
 # - B's rows prefetched 3 KiB (24 rows of a panel) ahead into L1 by the kernels' loads
-#   (``mm512_loadu_ps_prefetch``): the 128 KiB KC x NR panel lives in L2, and Intel's L1
+#   (``bload``: ``mm512_loadu_ps_prefetch``; the edge kernels' loads of C stay plain): the
+#   128 KiB KC x NR panel lives in L2, and Intel's L1
 #   prefetchers do not run that far ahead; hand-edited C, ours/numpy base -> prefetch at
 #   1000 0.96 -> 1.00, 1024 0.97 -> 0.99, 2048 0.96 -> 0.99, 1999 0.93 -> 1.00, 512 1.03 ->
 #   1.07 (2048 and 4096 bytes ahead within 1% of 3072, 1024 ahead 2% worse at 2048);
 # - rows_k = 0 (A and B always packed): on A's and B's rows in place the schedule ran 0.83-0.93
 #   of numpy at 448-512 (packed: 1.02-1.05); new/old 1.10-1.15 at 448-512, 1.05 at 320,
 #   1.00-1.01 at 256 and 384 (sgemm_ab.py --old "" --new rows_k=0, wave 7).
-AVX512_INTEL_TARGET = AVX512_TARGET._replace(load=x86.mm512_loadu_ps_prefetch, rows_k=0)
+AVX512_INTEL_TARGET = AVX512_TARGET._replace(bload=x86.mm512_loadu_ps_prefetch, rows_k=0)
 
 
 def target() -> Target:
@@ -256,7 +259,7 @@ def schedule_microkernel(uk: Proc, t: Target, accum: bool = True) -> Proc:
     p, _ = simplify(p)
     # B * A: the instruction's operand order (a register times a broadcast scalar)
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
-    p, _ = replace_all(p, [t.load, t.fmadd, t.store, t.zero, t.storeadd])
+    p, _ = replace_all(p, [t.bload or t.load, t.fmadd, t.store, t.zero, t.storeadd])
     p, _ = unroll_all(p, [ct.load, ct.store, bv.load, p.forward(k).body()[-1]])
     if accum and t.spread:
         p = spread_prefetch(p, p.forward(k), t)
@@ -374,6 +377,8 @@ def schedule_edge_microkernel(uk: Proc, t: Target, width: int | None) -> Proc:
     p, _ = commute_expr(p, (p.find("Ct[_] += _").rhs(),))
     for r in rows:
         p, _ = unroll_guarded(p, p.forward(r), t.mr)
+    if t.bload:  # B's rows (in the k loop) first: the loads of C's tile stay plain
+        p, _ = replace_all(p, t.bload, within=p.forward(k))
     instrs = [t.load, t.maskload, t.fmadd, t.maskfmadd, t.store, t.maskstore, t.zero]
     p, _ = replace_all(p, instrs)
     p, _ = simplify(p)

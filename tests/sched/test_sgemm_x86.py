@@ -296,11 +296,12 @@ def test_avx512_intel_target_prefetches_b_and_packs(
     script: ModuleType, scheduled512: Proc, scheduled512_intel: Proc
 ) -> None:
     """Intel's target differs from AMD's in two fields only: its kernels' loads of B
-    prefetch 3 KiB ahead (one ``_mm_prefetch`` per load, the loads otherwise the same), and a
-    short K packs A and B like a deep one (``rows_k = 0``: no kernel reads A's rows in place
-    but the bottom edge's, as with a deep K)."""
+    prefetch 3 KiB ahead (one ``_mm_prefetch`` per load, the loads otherwise the same; the
+    edge kernels' loads of C do not prefetch), and a short K packs A and B like a deep one
+    (``rows_k = 0``: no kernel reads A's rows in place but the bottom edge's, as with a deep
+    K)."""
     intel, amd = script.AVX512_INTEL_TARGET, script.AVX512_TARGET
-    assert intel._replace(load=amd.load, rows_k=amd.rows_k) == amd
+    assert intel._replace(bload=amd.bload, rows_k=amd.rows_k) == amd
     kernel = {
         t: script.schedule_microkernel(script.microkernel(t, "packed"), t) for t in (intel, amd)
     }
@@ -309,6 +310,12 @@ def test_avx512_intel_target_prefetches_b_and_packs(
     loads = len(re.findall(b_row, c_amd))
     assert loads == len(re.findall(b_row, c_intel)) == 4  # 2 vectors, k chunked and its tail
     assert c_intel.count("+ 3072, _MM_HINT_T0)") == loads and "3072" not in c_amd
+    edge = script.schedule_edge_microkernel(script.edge_microkernel(intel, 32), intel, 32)
+    c_edge = generate_unit("uk", [edge.ir()]).c_source
+    c_loads = re.findall(r"Ct\[\d+\]\[\d\] = _mm512_loadu_ps\(.*", c_edge)
+    b_loads = re.findall(r"Bv\[\d\] = _mm512_loadu_ps\(.*", c_edge)
+    assert len(c_loads) == 28 and not any("_mm_prefetch" in line for line in c_loads)
+    assert b_loads and all("+ 3072, _MM_HINT_T0)" in line for line in b_loads)
     # whole 14-row tiles on A's rows in place (MV = 14), and B's rows in place: AMD's short K
     in_place = (r", 14, A\[", r", B\[")
     for pattern in in_place:
