@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cursched.codegen.build import build_library
-from cursched.platforms.x86 import cpu_features, isa
+from cursched.platforms.x86 import cpu_features, cpu_vendor, isa
 
 SIZES = [256, 384, 512, 768, 1024, 1536, 2048, 1000, 1999]
 
@@ -281,8 +281,10 @@ def bench_sizes(sizes: list[int], reps: int, peak: tuple[float, float], blocks: 
         kc, mcb = (int(x) for x in spec.split("x"))
         ours[spec] = mod["schedule_tuned"](mod["sgemm"], kc, mcb).compile()
     t = mod["target"]()
+    tuning = f", B's rows loaded by {t.bload.name()}" if t.bload else ""
+    tuning += ", A and B always packed" if not t.rows_k else f", rows in place at K <= {t.rows_k}"
     print(f"schedule + compile: {time.perf_counter() - t0:.1f} s; ours: {t.name} {t.mr} x {t.nr},"
-          f" KC = {t.kc}, MC = {t.mr * t.mcb}\n")  # fmt: skip
+          f" KC = {t.kc}, MC = {t.mr * t.mcb}{tuning} (CPU maker: {cpu_vendor()})\n")  # fmt: skip
     extra = [k for k in ours if k != "ours"]
     head = (
         f"{'n':>5} | {'numpy GF/s':>10} {'ours GF/s':>9} {'ours/np':>7} {'% peak':>6} |"

@@ -89,3 +89,8 @@ def test_the_ab_benchmark_reads_its_variants() -> None:
     assert ab.parse_fields("") == {}
     assert ab.parse_fields("kc=512, mcb=8") == {"kc": 512, "mcb": 8}
     assert ab.parse_fields("right=0,") == {"right": 0}
+    from cursched.platforms import x86
+
+    # a value that is not a number names an instruction (an A/B of the Intel target's loads)
+    fields = ab.parse_fields("bload=mm512_loadu_ps, kc=-1")
+    assert fields == {"bload": x86.mm512_loadu_ps, "kc": -1}
