@@ -2,7 +2,9 @@
 
 The compiler is ``cc`` unless the ``CC`` environment variable names another (it may carry
 arguments, ``CC="ccache gcc"``). Flags default to ``DEFAULT_CFLAGS``; ``CURSCHED_CFLAGS``
-replaces them for a whole run and a ``cflags`` argument for one build. The cache lives under
+replaces them for a whole run and a ``cflags`` argument for one build; with ``-march=native``
+an instruction set the toolchain is known to miscompile is left out (``NATIVE_EXCLUDES``:
+AVX512-FP16). The cache lives under
 ``platformdirs.user_cache_dir("cursched")`` or ``CURSCHED_CACHE_DIR``; a library's file name
 is a hash of the source, the flags, the compiler command and the compiler's ``--version``
 text, so a change to any of them builds a new library and an unchanged one is reused.
@@ -41,6 +43,7 @@ from pathlib import Path
 
 import platformdirs
 
+from cursched.codegen.cpu import native_features
 from cursched.errors import BuildError
 
 DEFAULT_CFLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp")
@@ -73,6 +76,45 @@ class BuildResult:
     data: bytes = field(default=b"", repr=False)
     #: what ``load_library`` needs to rebuild a library that fails to load
     rebuild: Callable[[], BuildResult] | None = field(default=None, repr=False, compare=False)
+
+
+#: CPU flag (``/proc/cpuinfo``'s name) -> the option that keeps ``-march=native`` from using
+#: that instruction set, where compilers emit code for it that their assembler rejects. With
+#: AVX512-FP16 (Sapphire Rapids and later), GCC 12 to 14 compile ``_Float16`` arithmetic to a
+#: masked ``vmovsh`` that binutils refuses ("unsupported masking for `vmovsh'"): units using
+#: f16 failed to build. Without it f16 arithmetic goes through float (F16C conversions), each
+#: operation rounded to f16 as the semantics say, bitwise as on CPUs without AVX512-FP16.
+NATIVE_EXCLUDES: dict[str, str] = {"avx512_fp16": "-mno-avx512fp16"}
+
+
+@functools.cache
+def accepts_option(cmd: tuple[str, ...], option: str) -> bool:
+    """Whether the compiler ``cmd`` knows ``option`` (it preprocesses an empty file with it)."""
+    try:
+        r = subprocess.run(
+            [*cmd, option, "-x", "c", "-E", os.devnull], capture_output=True, check=False
+        )
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
+def native_flags(flags: tuple[str, ...], cmd: tuple[str, ...]) -> tuple[str, ...]:
+    """``flags`` with the ``NATIVE_EXCLUDES`` options this CPU needs when they contain
+    ``-march=native`` (unless the flags enable that instruction set themselves, or the
+    compiler does not know the option: then it does not know the instructions either)."""
+    if "-march=native" not in flags:
+        return flags
+    have = native_features()
+    extra = [
+        opt
+        for feature, opt in NATIVE_EXCLUDES.items()
+        if feature in have
+        and opt not in flags
+        and "-m" + opt.removeprefix("-mno-") not in flags
+        and accepts_option(cmd, opt)
+    ]
+    return (*flags, *extra)
 
 
 def compiler() -> list[str]:
@@ -192,6 +234,7 @@ def build_library(
     flags = tuple(default_cflags() if cflags is None else cflags)
     flags += tuple(f for f in ("-fPIC", "-shared") if f not in flags)
     cmd = tuple(compiler())
+    flags = native_flags(flags, cmd)
     key = cache_key(source, flags, cmd)
     d = cache_dir()
     lib = d / f"{stem}-{key}.so"

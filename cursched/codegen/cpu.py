@@ -26,7 +26,7 @@ from pathlib import Path
 
 from cursched.errors import CodegenError
 
-__all__ = ["check_features", "cpu_features", "cpu_vendor"]
+__all__ = ["check_features", "cpu_features", "cpu_vendor", "native_features"]
 
 #: Compiler macro -> /proc/cpuinfo flag, for the fallback detection.
 _MACROS = {
@@ -72,6 +72,12 @@ def _from_compiler() -> frozenset[str]:
 def _detected() -> frozenset[str]:
     found = _from_cpuinfo(Path("/proc/cpuinfo"))
     return found if found is not None else _from_compiler()
+
+
+def native_features() -> frozenset[str]:
+    """The feature flags of the CPU this process runs on, whatever ``CURSCHED_CPU_FEATURES``
+    states: what ``-march=native`` enables when the compiler knows it."""
+    return _detected()
 
 
 def cpu_features() -> frozenset[str]:

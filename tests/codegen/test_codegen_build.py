@@ -145,3 +145,39 @@ def test_compile_hits_the_cache_and_honours_cflags() -> None:
     a(5, x)
     c(5, x)
     assert (x == 2).all()
+
+
+def test_native_builds_leave_out_instruction_sets_the_assembler_rejects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a CPU with AVX512-FP16, ``-march=native`` builds add ``-mno-avx512fp16`` (GCC 12-14
+    emit a masked ``vmovsh`` that binutils refuses: f16 units did not build); not without
+    ``-march=native``, not when the flags ask for the instructions, not on other CPUs, and not
+    when the compiler does not know the option."""
+    native = ("-O3", "-march=native")
+    cc = tuple(build.compiler())
+    monkeypatch.setattr(build, "native_features", lambda: frozenset({"avx2", "avx512_fp16"}))
+    if build.accepts_option(cc, "-mno-avx512fp16"):
+        assert build.native_flags(native, cc) == (*native, "-mno-avx512fp16")
+    assert build.native_flags(("-O3",), cc) == ("-O3",)
+    assert build.native_flags((*native, "-mavx512fp16"), cc) == (*native, "-mavx512fp16")
+    assert build.native_flags(native, ("false",)) == native  # a compiler without the option
+    monkeypatch.setattr(build, "native_features", lambda: frozenset({"avx2", "avx512f"}))
+    assert build.native_flags(native, cc) == native
+
+
+def test_f16_arithmetic_builds_and_runs_on_this_cpu(fresh_cache: Path) -> None:
+    """A unit doing f16 arithmetic builds with the default flags on this CPU (on one with
+    AVX512-FP16, ``relu`` of an f16 difference failed to assemble) and rounds like the
+    interpreter."""
+
+    @proc
+    def relu16(n: size, a: f16[n] @ DRAM, b: f16[n] @ DRAM):
+        for i in seq(0, n):
+            b[i] = relu(a[i] - b[i])
+
+    a = np.linspace(-2, 2, 37).astype(np.float16)
+    b, want = np.full(37, 0.1, np.float16), np.full(37, 0.1, np.float16)
+    relu16.compile()(37, a, b)
+    relu16.interpret(37, a, want)
+    assert b.tobytes() == want.tobytes()
