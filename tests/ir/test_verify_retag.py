@@ -2,7 +2,8 @@
 memory, or one loop another mode or axis (``Editor.retag``: ``set_memory``,
 ``parallelize_loop``), is verified without the walk where nothing else reads what changed,
 and by the walk, checking again only the statements that read a changed memory, where
-something does; either way with the verdict and message of the whole-proc walk."""
+something does; either way with the verdict and message of the whole-proc walk. Any other
+statement changed in place (``commute_expr``) is walked to, and only it is checked."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from cursched import parallelize_loop, set_memory, split
+from cursched import bind_expr, commute_expr, parallelize_loop, set_memory
 from cursched.cursors.tree import update_at
 from cursched.errors import IRVerificationError
 from cursched.frontend import parse_source
@@ -268,8 +269,9 @@ def test_only_one_changed_statement_is_a_retag() -> None:
 def test_the_registry_tries_the_descent_only_after_a_retag(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The step's map says whether the edit was a retag: other steps (here ``split``, a
-    statement replaced) do not pay for a descent that cannot pass."""
+    """The step's map says whether the edit was a retag: other steps (here ``commute_expr``,
+    a node replaced, and ``bind_expr``, an insertion and a replacement) do not pay for a
+    descent that cannot pass."""
     tried: list[bool] = []
     real = step_mod.verify_step
 
@@ -283,5 +285,88 @@ def test_the_registry_tries_the_descent_only_after_a_retag(
     p = Proc(_proc(PLAIN))
     q, _ = set_memory(p, "t", DRAM_STACK)
     parallelize_loop(q, "j")
-    split(q, "j", 2, ("jo", "ji"), tail="cut")
-    assert tried == [True, True, False]
+    commute_expr(q, [q.find("t[j] + 1.0")])
+    bind_expr(q, q.find("t[j] + 1.0"), "s")
+    assert tried == [True, True, False, False]
+
+
+# the bindings on the path of the innermost statements: a window and an allocation before
+# the first loop, an allocation before the inner loop, two loop variables
+DEEP = """
+def f(n: size, x: f32[8] @ DRAM, y: f32[8, 8] @ DRAM):
+    w = y[0:8, 0]
+    t: f32[8] @ DRAM
+    for i in seq(0, 8):
+        u: f32 @ DRAM
+        x[i] = 0.0
+        for j in seq(0, 8):
+            u = w[j]
+            t[i] = u + x[j]
+    for k in seq(0, 8):
+        x[k] = t[k]
+"""
+_INNER: Path = (("body", 2), ("body", 2), ("body", 1))  # t[i] = u + x[j]
+
+
+def test_commute_expr_checks_the_one_changed_statement(spy: list[object]) -> None:
+    p = Proc(_proc(DEEP))
+    spy.clear()
+    q, _ = commute_expr(p, [p.find("u + x[j]")])
+    changed = get_at(q.ir(), _INNER)
+    assert spy == ["walk", changed]  # walked to it; nothing else checked
+    assert known_valid(q.ir())
+    assert verify_both(q.ir(), p.ir()) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("source", "inv"),
+    [
+        ((("body", 3), ("body", 0)), "sym-defined"),  # x[k] = t[k]: k unbound there
+        ((("body", 2), ("body", 2)), "sym-unique"),  # the j loop inside itself: j, again
+        ((("body", 2), ("body", 0)), "sym-unique"),  # u: f32 allocated again in its scope
+        ((("body", 2), ("body", 2), ("body", 0)), None),  # u = w[j]: valid there
+    ],
+)
+def test_a_statement_changed_in_place_is_checked_under_the_bindings_of_its_path(
+    source: Path, inv: str | None, spy: list[object]
+) -> None:
+    old = _proc(DEEP)
+    new = update_at(old, _INNER, lambda _: get_at(old, source))
+    spy.clear()
+    if inv is None:
+        verify_step(new, old)
+        assert spy == ["walk", new.body[2].body[2].body[1]]  # type: ignore[union-attr]
+        return
+    with pytest.raises(IRVerificationError, match=rf"\[{inv}\]") as e:
+        verify_step(new, old)
+    assert str(e.value) == _full_error(new)
+    assert verify_both(new, old) == (str(e.value), str(e.value))
+
+
+GPU = """
+def f(n: size, x: f32[8] @ DRAM):
+    with scope("k", target="cuda"):
+        for i in par(0, 8, axis="blockIdx.x"):
+            x[i] = 1.0
+    for j in seq(0, 8):
+        x[j] = 2.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "ok"), [((("body", 0), ("body", 0)), True), ((("body", 1),), False)]
+)
+def test_a_loop_changed_in_place_is_checked_with_the_cuda_scopes_around(
+    path: Path, ok: bool
+) -> None:
+    """A loop given an axis and a new body (no retag: the walk checks it): valid inside the
+    kernel scope only."""
+    old = _proc(GPU)
+    loop = get_at(old, path)
+    fresh = dataclasses.replace(loop.body[0])  # an equal statement, another object
+    new = update_at(
+        old, path, lambda _: loop.replace(mode="par", axis="threadIdx.x", body=(fresh,))
+    )
+    full, incremental = verify_both(new, old)
+    assert full == incremental
+    assert (full is None) == ok
