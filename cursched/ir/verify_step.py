@@ -74,6 +74,7 @@ __all__ = ["verify_both", "verify_step"]
 
 _Binds = dict[Sym, _Var]
 _BINDERS = frozenset((Alloc, WindowStmt))  # the statements that bind a symbol in their block
+_NESTS = frozenset((For, If, Scope))  # the statements that hold blocks
 
 # What the walk of a block knows of its bindings against ``old``'s at the same place: equal
 # (``_SAME``), equal but for the memory of the symbols in the set (an allocation given another
@@ -252,6 +253,8 @@ class _StepVerifier(_Verifier):
         n, o = len(body), len(old)
         if shared is not None and shared[0] >= 0 and 0 <= shared[1] <= min(n, o) - shared[0]:
             a, b = shared
+        elif n == 1 == o:  # the inner bodies of a loop nest: nothing to scan
+            a, b = 0, 0
         else:
             a, b = _shared(body, old)
         bound: list[Sym] = []
@@ -292,7 +295,8 @@ class _StepVerifier(_Verifier):
             self.stmt(s, (*path, (attr, at + k)), bound)
         if len(bound) - start != len(before):  # another binding (lift_alloc's move): no diff
             return None
-        return _mem_diff(before, self.since_start(bound, start))
+        after = self.since_start(bound, start) if before else {}
+        return _SAME if before == after else _mem_diff(before, after)
 
     def stmt_since(self, s: Stmt, o: Stmt, path: Path, bound: list[Sym], diff: _Diff) -> _Diff:
         """Check ``s`` in the place of ``o``, where the bindings are ``diff`` against
@@ -302,6 +306,9 @@ class _StepVerifier(_Verifier):
         same = diff is not None and not diff
         if same and self.paired(s, o, path, bound):
             return _SAME
+        if type(s) not in _BINDERS and type(o) not in _BINDERS:
+            self.stmt(s, path, bound)
+            return diff  # neither binds: the bindings after are as before
         # ``o``'s binding computed here is the one it had in ``old`` only where the bindings
         # are equal (a window's memory is its base's)
         before = self.bindings((o,)) if same else None
@@ -310,8 +317,6 @@ class _StepVerifier(_Verifier):
         if before is not None:
             after = self.since_start(bound, start) if len(bound) > start else {}
             return _SAME if before == after else _mem_diff(before, after)
-        if diff and type(s) not in _BINDERS and type(o) not in _BINDERS:
-            return diff  # neither binds: the bindings after are as before
         return None
 
     def shared_stmt(self, s: Stmt, path: Path, bound: list[Sym], diff: _Diff) -> _Diff:
@@ -329,6 +334,8 @@ class _StepVerifier(_Verifier):
 
     def paired(self, s: Stmt, o: Stmt, path: Path, bound: list[Sym]) -> bool:
         """Check ``s`` against ``o`` where the bindings are equal; False: not comparable."""
+        if type(s) not in _NESTS or type(s) is not type(o):
+            return False  # the commonest changed statement, an assignment, at once
         if isinstance(s, For) and isinstance(o, For) and s.iter is o.iter:
             # the header depends on its fields, the bindings and the CUDA depth (equal here)
             same_header = s.lo is o.lo and s.hi is o.hi and s.mode == o.mode
