@@ -580,6 +580,11 @@ class _Verifier:
     def loop_header(self, s: For, path: Path) -> None:
         self.int_ctrl(s.lo, (*path, ("lo", -1)), "loop-bounds", "a loop bound")
         self.int_ctrl(s.hi, (*path, ("hi", -1)), "loop-bounds", "a loop bound")
+        self.loop_mode(s, path)
+
+    def loop_mode(self, s: For, path: Path) -> None:
+        """A loop's mode and axis; they read no binding, only the CUDA scopes around (a
+        step that changes only them is checked here alone: ``verify_step``)."""
         if s.mode not in ("seq", "par"):
             self.fail("loop-bounds", path, f"loop mode {s.mode!r}")
         if s.axis is not None and (
@@ -596,6 +601,11 @@ class _Verifier:
             self.tensor_shape(t, (*path, ("type", -1)))
         elif not isinstance(t, DataType):
             self.fail("alloc", path, f"allocation of {t}, not data")
+        self.alloc_memory(s, path)
+
+    def alloc_memory(self, s: Alloc, path: Path) -> None:
+        """An allocation's memory; it reads no binding (a step that changes only it is
+        checked here alone: ``verify_step``)."""
         mem: object = s.mem
         if not (isinstance(mem, type) and issubclass(mem, Memory)):
             self.fail("alloc", path, f"memory {mem!r} is not a Memory subclass")

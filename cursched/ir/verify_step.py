@@ -21,13 +21,23 @@ checks only what changed, with the context it needs, and reaches the verdict the
   assignments). The bindings are still equal after a pair when neither side binds, or both
   bind the same symbol to the same thing;
 - the shared statements at the end of the block (the suffix) hold as well where the middle
-  left the bindings as ``old``'s middle did (the same symbols, bound to the same things);
-  otherwise they are checked again.
+  left the bindings as ``old``'s middle did (the same symbols, bound to the same things).
+  Where they differ only in the memory of some symbols (an allocation retagged by
+  ``set_memory``), a statement of the suffix is checked again only where its check reads
+  one of those memories (``_mem_reads``: a call passing the buffer, a window of it, and
+  from then on the window's too); otherwise every statement of the suffix is checked again.
 
 The parameters and asserts of ``new``, when they are the very objects of ``old``'s, are not
 checked again (their bindings enter the scope), nor the header of a paired loop whose bounds
 are the same objects (mode and axis equal). Parameters that changed (a memory, a type) give
 other bindings everywhere: then the whole proc is walked (with the memo).
+
+A step that changed one statement's own plain fields under its very children
+(``Editor.retag``: an allocation's memory, a loop's mode or axis) is not walked: a descent
+comparing by identity finds that statement, and only the fields that changed are checked
+(with the CUDA scopes counted on the way), and for an allocation, that no later statement of
+its block reads its memory (``_retag_step``); anything else goes to the walk.
+
 ``CURSCHED_VERIFY=full`` runs ``verify_proc(new, memo=False)`` instead, which reuses nothing;
 the soundness fuzzer runs both and compares them.
 """
@@ -37,9 +47,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import compress, count
 from operator import is_, is_not
+from typing import NamedTuple, TypeAlias, assert_never
 
 from cursched.errors import IRVerificationError
-from cursched.ir.nodes import Alloc, FnArg, For, If, ProcDef, Scope, Stmt, WindowStmt
+from cursched.ir.nodes import (
+    Alloc,
+    Assign,
+    Call,
+    FnArg,
+    For,
+    If,
+    Pass,
+    ProcDef,
+    Read,
+    Reduce,
+    Scope,
+    Stmt,
+    WindowExpr,
+    WindowStmt,
+)
 from cursched.ir.paths import Path
 from cursched.ir.symbols import Sym
 from cursched.ir.verify import LOOP_VAR, _Var, _Verifier, known_valid, remember_valid
@@ -48,6 +74,72 @@ __all__ = ["verify_both", "verify_step"]
 
 _Binds = dict[Sym, _Var]
 _BINDERS = frozenset((Alloc, WindowStmt))  # the statements that bind a symbol in their block
+_NESTS = frozenset((For, If, Scope))  # the statements that hold blocks
+
+# What the walk of a block knows of its bindings against ``old``'s at the same place: equal
+# (``_SAME``), equal but for the memory of the symbols in the set (an allocation given another
+# memory: ``set_memory``'s retag), or ``None``: they may differ in any way.
+_Diff: TypeAlias = frozenset[Sym] | None
+_SAME: frozenset[Sym] = frozenset()
+_NO_SYMS: frozenset[Sym] = frozenset()
+
+
+def _mem_diff(before: _Binds, after: _Binds) -> _Diff:
+    """``after`` against ``before``, the bindings of the same statements of ``new`` and
+    ``old`` from equal bindings: ``_SAME``, the symbols bound to another memory where that
+    is all that differs, or None."""
+    if before == after:
+        return _SAME
+    if before.keys() != after.keys():
+        return None
+    moved = []
+    for sym, b in before.items():
+        a = after[sym]
+        if a.type != b.type or a.role != b.role:
+            return None
+        if a.mem is not b.mem:
+            moved.append(sym)
+    return frozenset(moved) if moved else _SAME
+
+
+# the statements whose check reads no memory (``_mem_reads``), the commonest, tested first
+_NO_MEM_READS = frozenset((Assign, Reduce, Pass, Alloc))
+
+# ``_mem_reads`` of compound statements, by id with the statement kept alive in the entry:
+# the statements after a retagged allocation are those of ``old``, met again at each step
+_MEM_READS: dict[int, tuple[Stmt, frozenset[Sym]]] = {}
+_MEM_READS_LIMIT = 1 << 15
+
+
+def _mem_reads(s: Stmt) -> frozenset[Sym]:
+    """The symbols whose memory the check of ``s`` may read. The verifier reads a binding's
+    memory in two places only: a data or tensor argument of a call (``call_arg``: a read or
+    a window of the symbol) and a window statement (its window lives where its base does);
+    every other check reads types (and a role, for a message). So a statement of a valid
+    ``old`` is valid again where only the memories of other symbols changed."""
+    match s:
+        case Assign() | Reduce() | Pass() | Alloc():
+            return _NO_SYMS
+        case Call():
+            return frozenset(a.sym for a in s.args if isinstance(a, Read | WindowExpr))
+        case WindowStmt():
+            return frozenset((s.rhs.sym,)) if isinstance(s.rhs, WindowExpr) else _NO_SYMS
+        case For() | If() | Scope():
+            return _mem_reads_nested(s)
+        case _:
+            assert_never(s)
+
+
+def _mem_reads_nested(s: For | If | Scope) -> frozenset[Sym]:
+    hit = _MEM_READS.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    blocks = (s.body, s.orelse) if isinstance(s, If) else (s.body,)
+    out = _NO_SYMS.union(*(_mem_reads(c) for b in blocks for c in b))
+    if len(_MEM_READS) >= _MEM_READS_LIMIT:
+        _MEM_READS.clear()
+    _MEM_READS[id(s)] = (s, out)
+    return out
 
 
 def _shared(new: tuple[Stmt, ...], old: tuple[Stmt, ...]) -> tuple[int, int]:
@@ -161,20 +253,23 @@ class _StepVerifier(_Verifier):
         n, o = len(body), len(old)
         if shared is not None and shared[0] >= 0 and 0 <= shared[1] <= min(n, o) - shared[0]:
             a, b = shared
+        elif n == 1 == o:  # the inner bodies of a loop nest: nothing to scan
+            a, b = 0, 0
         else:
             a, b = _shared(body, old)
         bound: list[Sym] = []
         if a:
             self.take_all(body[:a], bound)
         if n == o and a + b == n - 1:  # one statement changed in place, the commonest edit
-            same = self.stmt_since(body[a], old[a], (*path, (attr, a)), bound, True)
+            diff = self.stmt_since(body[a], old[a], (*path, (attr, a)), bound, _SAME)
         else:
-            same = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
+            diff = self.middle(body[a : n - b], old[a : o - b], path, attr, a, bound)
         # where the bindings after the middle are ``old``'s, the shared suffix holds; its own
-        # bindings are not taken: no statement of this block after it is checked
-        if not same:
+        # bindings are not taken: no statement of this block after it is checked. Where only
+        # memories changed, only what reads them is checked again (``shared_stmt``)
+        if diff is None or diff:
             for k in range(n - b, n):
-                self.stmt(body[k], (*path, (attr, k)), bound)
+                diff = self.shared_stmt(body[k], (*path, (attr, k)), bound, diff)
         for sym in bound:
             del self.env[sym]
 
@@ -186,34 +281,61 @@ class _StepVerifier(_Verifier):
         attr: str,
         at: int,
         bound: list[Sym],
-    ) -> bool:
-        """Check the changed statements; whether the bindings after them equal ``old``'s."""
+    ) -> _Diff:
+        """Check the changed statements, from bindings equal to ``old``'s; what the bindings
+        after them are against ``old``'s."""
         if len(new) == len(old):
-            same = True
+            diff: _Diff = _SAME
             for k, (s, o) in enumerate(zip(new, old, strict=True)):
-                same = self.stmt_since(s, o, (*path, (attr, at + k)), bound, same)
-            return same
+                diff = self.stmt_since(s, o, (*path, (attr, at + k)), bound, diff)
+            return diff
         before = self.bindings(old)
         start = len(bound)
         for k, s in enumerate(new):
             self.stmt(s, (*path, (attr, at + k)), bound)
-        return before == self.since_start(bound, start)
+        if len(bound) - start != len(before):  # another binding (lift_alloc's move): no diff
+            return None
+        after = self.since_start(bound, start) if before else {}
+        return _SAME if before == after else _mem_diff(before, after)
 
-    def stmt_since(self, s: Stmt, o: Stmt, path: Path, bound: list[Sym], same: bool) -> bool:
-        """Check ``s`` in the place of ``o``; ``same``: the bindings here equal ``old``'s.
-        Returns whether they are still equal after it."""
+    def stmt_since(self, s: Stmt, o: Stmt, path: Path, bound: list[Sym], diff: _Diff) -> _Diff:
+        """Check ``s`` in the place of ``o``, where the bindings are ``diff`` against
+        ``old``'s; returns what they are after it."""
+        if s is o:
+            return self.shared_stmt(s, path, bound, diff)
+        same = diff is not None and not diff
         if same and self.paired(s, o, path, bound):
-            return True
+            return _SAME
+        if type(s) not in _BINDERS and type(o) not in _BINDERS:
+            self.stmt(s, path, bound)
+            return diff  # neither binds: the bindings after are as before
+        # ``o``'s binding computed here is the one it had in ``old`` only where the bindings
+        # are equal (a window's memory is its base's)
         before = self.bindings((o,)) if same else None
         start = len(bound)
         self.stmt(s, path, bound)
-        return same and before == self.since_start(bound, start)
+        if before is not None:
+            after = self.since_start(bound, start) if len(bound) > start else {}
+            return _SAME if before == after else _mem_diff(before, after)
+        return None
+
+    def shared_stmt(self, s: Stmt, path: Path, bound: list[Sym], diff: _Diff) -> _Diff:
+        """``s``, a statement of ``old`` at its place there, where the bindings are ``diff``
+        against ``old``'s: it held under ``old``'s, so it holds here unless its check reads
+        a memory that changed (``_mem_reads``); else it is checked. Returns the bindings
+        after it."""
+        if diff is not None and (not diff or diff.isdisjoint(_mem_reads(s))):
+            self.take(s, bound)  # its binding, if any, is ``old``'s: no memory it reads moved
+            return diff
+        self.stmt(s, path, bound)
+        if diff is not None and type(s) is WindowStmt:
+            return diff | {s.sym}  # a window of a buffer in another memory lives there too
+        return diff
 
     def paired(self, s: Stmt, o: Stmt, path: Path, bound: list[Sym]) -> bool:
         """Check ``s`` against ``o`` where the bindings are equal; False: not comparable."""
-        if s is o:
-            self.take(s, bound)
-            return True
+        if type(s) not in _NESTS or type(s) is not type(o):
+            return False  # the commonest changed statement, an assignment, at once
         if isinstance(s, For) and isinstance(o, For) and s.iter is o.iter:
             # the header depends on its fields, the bindings and the CUDA depth (equal here)
             same_header = s.lo is o.lo and s.hi is o.hi and s.mode == o.mode
@@ -240,12 +362,126 @@ class _StepVerifier(_Verifier):
         return False
 
 
+# -- a step that retagged one statement ---------------------------------------------------
+# ``Editor.retag`` (set_memory, parallelize_loop) gives one statement other plain fields
+# under the very same children; ``update_at`` rebuilds only the statements on its path. The
+# walk above still pays for the bindings along that path, which such a step cannot change:
+# a descent comparing by identity finds the one statement and checks only what reads the
+# fields that changed.
+
+
+class _Retagged(NamedTuple):
+    """The one statement of ``new`` that is not ``old``'s, with where it sits."""
+
+    new: Stmt
+    old: Stmt
+    block: tuple[Stmt, ...]  # the block of ``new`` holding it, at ``at``
+    at: int
+    cuda_depth: int  # the target="cuda" scopes around it
+
+
+_Blocks: TypeAlias = tuple[tuple[Stmt, ...], tuple[Stmt, ...]]
+
+
+def _only_change(
+    block: tuple[Stmt, ...], old: tuple[Stmt, ...], shared: tuple[int, int] | None
+) -> int | None:
+    """The index of the one statement of ``block`` that is not ``old``'s (every other the
+    very object of ``old``'s at its place), or None; ``shared`` as for ``block_since``."""
+    n = len(block)
+    if n != len(old):
+        return None
+    if shared is not None and shared[0] >= 0 and shared[1] >= 0:
+        a, b = shared
+    elif n == 1:  # the inner bodies of a loop nest: no scan
+        a, b = 0, 0
+    else:
+        a, b = _shared(block, old)
+    return a if a + b == n - 1 and block[a] is not old[a] else None
+
+
+def _inner_change(s: Stmt, o: Stmt) -> _Blocks | None:
+    """The one block (new, old) in which ``s`` differs from ``o``, where everything else of
+    theirs is the same (objects; names, modes and axes equal), or None."""
+    if type(s) is For and type(o) is For:
+        same = s.iter is o.iter and s.lo is o.lo and s.hi is o.hi
+        if same and s.mode == o.mode and s.axis == o.axis and s.body is not o.body:
+            return s.body, o.body
+    elif type(s) is If and type(o) is If and s.cond is o.cond:
+        if s.orelse is o.orelse and s.body is not o.body:
+            return s.body, o.body
+        if s.body is o.body and s.orelse is not o.orelse:
+            return s.orelse, o.orelse
+    elif type(s) is Scope and type(o) is Scope and s.body is not o.body:
+        return (s.body, o.body) if s.name == o.name and s.target == o.target else None
+    return None
+
+
+def _retagged(new: ProcDef, old: ProcDef, top: tuple[int, int] | None) -> _Retagged | None:
+    """The one statement where ``new`` differs from ``old`` (each statement around it, and
+    around each statement enclosing it, the same object; the enclosing headers the same),
+    or None where the difference is anything else. No path is built: only a failure would
+    word one, and a failure goes to the walk."""
+    if new.args is not old.args or new.preds is not old.preds:
+        return None
+    block, oblock, cuda, shared = new.body, old.body, 0, top
+    while True:
+        k = _only_change(block, oblock, shared)
+        if k is None:
+            return None
+        s, o = block[k], oblock[k]
+        inner = _inner_change(s, o)
+        if inner is None:
+            return _Retagged(s, o, block, k, cuda)
+        block, oblock = inner
+        cuda += type(s) is Scope and s.target == "cuda"
+        shared = None
+
+
+def _retag_holds(v: _Verifier, r: _Retagged) -> bool:
+    """Whether ``r.new``, differing from the valid ``r.old`` only in plain fields that no
+    other check reads, is valid: an allocation moved to another memory, which no later
+    statement of its block reads (``_mem_reads``), or a loop with another mode or axis.
+    Everything else of the proc is ``old``'s under the same bindings, and held there. False
+    for anything else or a failure: the walk decides, and words the message."""
+    s, o = r.new, r.old
+    try:
+        if type(s) is Alloc and type(o) is Alloc:
+            if s.sym is not o.sym or s.type is not o.type:
+                return False  # a type is read by every use of the buffer
+            v.alloc_memory(s, ())
+            for x in r.block[r.at + 1 :]:
+                if type(x) not in _NO_MEM_READS and s.sym in _mem_reads(x):
+                    return False
+            return True
+        if type(s) is For and type(o) is For:
+            if s.iter is not o.iter or s.lo is not o.lo or s.hi is not o.hi or s.body is not o.body:
+                return False
+            depth, v.cuda_depth = v.cuda_depth, r.cuda_depth
+            try:
+                v.loop_mode(s, ())
+            finally:
+                v.cuda_depth = depth  # the walk, when this fails, starts from the top
+            return True
+    except IRVerificationError:
+        pass
+    return False
+
+
+def _retag_step(v: _Verifier, new: ProcDef, old: ProcDef, top: tuple[int, int] | None) -> bool:
+    """Whether ``new`` is the valid ``old`` with one statement retagged, and valid."""
+    r = _retagged(new, old, top)
+    return r is not None and _retag_holds(v, r)
+
+
 def _same_nodes(new: ProcDef, old: ProcDef) -> bool:
     """Whether ``new`` holds the very parameters, asserts and body of ``old``."""
     return new.body is old.body and new.args is old.args and new.preds is old.preds
 
 
-def verify_step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None) -> None:
+def verify_step(
+    new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None, retag: bool = True
+) -> None:
     """Verify ``new``, a version made from ``old``: incrementally where ``old`` is known
     valid (see the module docstring), else the whole proc (``verify_proc``).
 
@@ -254,6 +490,11 @@ def verify_step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None =
     forwarding map says where the edit was: ``registry.top_shared``); they are then not
     scanned, which on a big proc is most of the walk. A wrong ``top`` hides a change there:
     only the editor's maps may give it.
+
+    ``retag``: whether to try the descent to one retagged statement first (``_retag_step``);
+    the registry passes False where the step's map says the edit was no retag, so other
+    steps do not pay for a descent that fails. A wrong True costs time, never soundness:
+    the descent compares by identity.
 
     Raises:
         IRVerificationError: naming the first broken invariant and where it is broken, as
@@ -266,7 +507,8 @@ def verify_step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None =
         return
     v = _StepVerifier(new, set())
     if old is not None and known_valid(old):
-        v.proc_since(old, top)
+        if not (retag and _retag_step(v, new, old, top)):
+            v.proc_since(old, top)
     else:
         v.proc()
     remember_valid(new)
@@ -286,7 +528,8 @@ def verify_both(
     def outcome(v: _Verifier, since: ProcDef | None) -> str | None:
         try:
             if isinstance(v, _StepVerifier) and since is not None:
-                v.proc_since(since, top)
+                if not _retag_step(v, new, since, top):
+                    v.proc_since(since, top)
             else:
                 v.proc()
         except IRVerificationError as e:

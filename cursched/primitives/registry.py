@@ -108,7 +108,14 @@ from cursched.cursors import (
     make_cursor,
 )
 from cursched.cursors.edits import Rewrite
-from cursched.cursors.forwarding import ComposedMap, MoveMap, NodeMap, PathMap, SpliceMap
+from cursched.cursors.forwarding import (
+    IN_PLACE,
+    ComposedMap,
+    MoveMap,
+    NodeMap,
+    PathMap,
+    SpliceMap,
+)
 from cursched.cursors.show import loc_text, show_loc
 from cursched.cursors.tree import stmt_list
 from cursched.errors import (
@@ -575,7 +582,7 @@ def _verify(proc: Proc, before: Proc, prim: str, fmap: PathMap | None = None) ->
             verify_mod.remember_valid(proc.ir())
         else:
             top = None if fmap is None else top_shared(fmap, proc.ir(), before.ir())
-            step_mod.verify_step(proc.ir(), before.ir(), top)
+            step_mod.verify_step(proc.ir(), before.ir(), top, _is_retag(fmap))
     except IRVerificationError as e:
         raise IRVerificationError(f"{prim} made v{proc.version} of {proc.name()}: {e}") from e
 
@@ -615,6 +622,13 @@ def _top_index(fmap: PathMap) -> int | None:
     else:
         return None
     return path[0][1] if path and path[0][0] == "body" else None
+
+
+def _is_retag(fmap: PathMap | None) -> bool:
+    """Whether the step's map is that of one ``Editor.retag`` (``IN_PLACE``), the only
+    steps ``verify_step``'s descent to one retagged statement can pass (a hint: the descent
+    checks by identity); None (no map): it may be."""
+    return fmap is None or (isinstance(fmap, NodeMap) and fmap.survivors is IN_PLACE)
 
 
 def _passes_inserted(new: ProcDef, old: ProcDef, fmap: PathMap) -> bool:

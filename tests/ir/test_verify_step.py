@@ -128,9 +128,11 @@ def test_the_registry_runs_the_mode_asked(mode: None, monkeypatch: pytest.Monkey
         calls.append(f"full memo={memo}")
         real_full(p, memo=memo)
 
-    def step(new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None) -> None:
+    def step(
+        new: ProcDef, old: ProcDef | None, top: tuple[int, int] | None = None, retag: bool = True
+    ) -> None:
         calls.append("incremental")
-        real_step(new, old, top)
+        real_step(new, old, top, retag)
 
     monkeypatch.setattr(verify_mod, "verify_proc", full)
     monkeypatch.setattr(step_mod, "verify_step", step)
@@ -158,9 +160,9 @@ def test_the_fuzzers_comparison_catches_an_injected_blind_spot(
     # so it skips the unchanged statements after it, which read the deleted `t`
     real = step_mod._StepVerifier.middle
 
-    def blind(self: step_mod._StepVerifier, *args: object) -> bool:
+    def blind(self: step_mod._StepVerifier, *args: object) -> frozenset[object]:
         real(self, *args)  # type: ignore[arg-type]
-        return True
+        return step_mod._SAME
 
     monkeypatch.setattr(step_mod._StepVerifier, "middle", blind)
     assert verify_both(broken, old)[1] is None  # the incremental walk misses it now
