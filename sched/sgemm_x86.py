@@ -34,15 +34,17 @@ accumulators), 14 x 32 with AVX-512 (28 ``__m512``), and derives, with primitive
    split so that no ``/`` or ``%`` is left in their inner loop (``copy_by_rows``); B's
    panels get an odd row count (``resize_dim`` to ``odd(KC)``: ``Bp[N / NR, KC | 1, NR]``),
    so that the copy's writes to the panels do not all fall in one set of L1; with AVX-512
-   a product whose whole K is at most ``rows_k`` (512) reads its rows of A in place
+   on AMD a product whose whole K is at most ``rows_k`` (512) reads its rows of A in place
    (``specialize`` on ``K <= 512``: the edge kernel at 14 rows, no ``Aq``, ``Au``), and of
-   B too when ``N <= 512`` (no ``Bq``); a deeper one packs; every packed buffer is kept
+   B too when ``N <= 512`` (no ``Bq``); a deeper one packs (Intel's target always packs);
+   every packed buffer is kept
    between calls (``set_memory(..., DRAM_KEPT)``: OpenBLAS keeps its buffers too);
 5. the micro-kernel blocks replaced by calls (``replace_all``), then ``call_eqv`` to the
    scheduled versions: the C tile in vector registers (``stage_mem(..., memory=AVX2,
    accum=True)`` + ``divide_dim``: from zero, added to C at the end), C's rows prefetched
    (``insert_noop_call`` of ``mm_prefetch``: all before the ``k`` loop with AVX2, one row
-   per 16 steps of it with AVX-512, ``spread_prefetch``), a row of Bp in registers, broadcast-FMA
+   per 16 steps of it with AVX-512, ``spread_prefetch``), a row of Bp in registers (on Intel
+   loaded with a prefetch 3 KiB ahead in the panel, ``Target.bload``), broadcast-FMA
    instructions (``replace_all``), the register tile fully unrolled (``unroll_all``);
 6. no zeroing pass over the whole tiles (``Target.first``, ``zero_into_first_block``): the K
    remainder runs before the K blocks (two reductions commute), so with ``K % KC > 0`` it is
