@@ -3,6 +3,8 @@
 Tests marked ``@pytest.mark.gpu`` need cupy and a CUDA device: they are skipped, with the
 reason, when cupy is not installed or ``cupy.is_available()`` is false. cupy is imported only
 when such a test was collected, so a CPU-only run never pays for it.
+
+The edit operations check every claim of freshness in the tests (``edit_settings``).
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cursched.cursors.edits import edit_settings
+
 # tests/ on sys.path, whatever pytest's import mode: other test directories import the corpus
 # registry as `corpus` (tests/corpus/__init__.py) to run it through their own backends.
 _TESTS_DIR = str(Path(__file__).parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
+
+# every claim of a primitive that new statements are fresh (``Editor.replace(fresh=...)``,
+# which lets the survivor search skip them) is checked in the tests: a false one fails there
+edit_settings.check_fresh = True
 
 
 def gpu_skip_reason() -> str | None:

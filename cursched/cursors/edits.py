@@ -12,6 +12,10 @@ wrapped), a loop rebuilt around the same iteration variable is the same loop, an
 primitive names in ``same`` (old node -> new node, both objects) are the same node. Every other
 old node dies, with the ``hint`` the primitive gives. A primitive therefore preserves identity
 simply by reusing the old node objects, which frozen IR makes natural.
+
+A primitive may tell ``replace`` which of its new statements are ``fresh`` (built anew
+throughout, as ``fresh_copy`` builds them): the search does not look into those. The claim is
+checked when ``edit_settings.check_fresh`` is on, as it is in the test suite.
 """
 
 from __future__ import annotations
@@ -56,9 +60,12 @@ def _rel(link: _Link) -> RelPath:
     return link, tuple(steps)
 
 
-def _index_new(new: Sequence[Any]) -> tuple[dict[int, Any], dict[Sym, Any]]:
+def _index_new(
+    new: Sequence[Any], fresh: frozenset[int] = frozenset()
+) -> tuple[dict[int, Any], dict[Sym, Any]]:
     """Every addressable node of ``new`` by id, and every loop by its iteration variable,
-    each with its link, or ``_MANY`` when it occurs more than once."""
+    each with its link, or ``_MANY`` when it occurs more than once; the statements whose id
+    is in ``fresh`` are left out (no old node nor old loop can be found in them)."""
     where: dict[int, Any] = {}
     loops: dict[Sym, Any] = {}
 
@@ -76,7 +83,8 @@ def _index_new(new: Sequence[Any]) -> tuple[dict[int, Any], dict[Sym, Any]]:
                 go(v, (link, (attr, -1)))
 
     for k, n in enumerate(new):
-        go(n, k)
+        if id(n) not in fresh:
+            go(n, k)
     return where, loops
 
 
@@ -100,7 +108,10 @@ def _count_old(old: Sequence[Any]) -> dict[int, int]:
 
 
 def find_survivors(
-    old: Sequence[Any], new: Sequence[Any], same: Mapping[int, Any] | None = None
+    old: Sequence[Any],
+    new: Sequence[Any],
+    same: Mapping[int, Any] | None = None,
+    fresh: frozenset[int] = frozenset(),
 ) -> Survivors:
     """Which nodes of the region ``old`` live on in ``new`` (both lists of nodes).
 
@@ -109,10 +120,13 @@ def find_survivors(
         new: the nodes put in.
         same: ``id(old node) -> new node`` for nodes the primitive rebuilt but that keep
             their identity.
+        fresh: ids of nodes of ``new`` that hold no node of ``old``, no loop over an
+            iteration variable of one of its loops and no node named in ``same``: they
+            cannot change the answer, so they are not indexed.
     """
     if not old or not new:
         return NO_SURVIVORS  # an insertion kills nothing; a deletion keeps nothing
-    where, loops = _index_new(new)
+    where, loops = _index_new(new, fresh)
     old_count = _count_old(old)
     subtrees: dict[RelPath, RelPath] = {}
     nodes: dict[RelPath, RelPath] = {}
@@ -152,6 +166,68 @@ def _same_ids(same: Iterable[tuple[Any, Any]]) -> dict[int, Any] | None:
     return out or None
 
 
+@dataclass
+class EditSettings:
+    """Process-wide switches of the edit operations.
+
+    Attributes:
+        check_fresh: check every claim of ``replace(..., fresh=...)`` (a walk of the old
+            region and of the fresh statements, the very cost the claim saves): off by
+            default, on in the test suite (``tests/conftest.py``), so that a primitive
+            claiming freshness for a statement holding an old node fails its tests.
+    """
+
+    check_fresh: bool = False
+
+
+edit_settings = EditSettings()
+
+
+def _fresh_ids(
+    old: Sequence[Any], new: Sequence[Any], fresh: Sequence[Any], same: Mapping[int, Any] | None
+) -> frozenset[int]:
+    """The ids of the ``fresh`` statements, the claim checked first when
+    ``edit_settings.check_fresh`` is on."""
+    ids = frozenset(map(id, fresh))
+    if ids and edit_settings.check_fresh:
+        _check_fresh(old, new, fresh, same)
+    return ids
+
+
+def _check_fresh(
+    old: Sequence[Any], new: Sequence[Any], fresh: Sequence[Any], same: Mapping[int, Any] | None
+) -> None:
+    """Raise ``AssertionError`` unless each of ``fresh`` is a statement of ``new`` holding
+    no node of ``old``, no loop over an iteration variable of one of ``old``'s loops and no
+    node named in ``same`` (what ``find_survivors`` may skip without changing its answer)."""
+    if not all(any(f is n for n in new) for f in fresh):
+        raise AssertionError("a fresh statement is not one of the new statements")
+    taken = {id(x) for n in old for x in _nodes(n)}
+    taken.update(id(x) for x in (same or {}).values())
+    iters = {x.iter for n in old for x in _nodes(n) if isinstance(x, For)}
+    for f in fresh:
+        for x in _nodes(f):
+            if id(x) in taken or (isinstance(x, For) and x.iter in iters):
+                what = type(x).__name__
+                raise AssertionError(f"a statement claimed fresh holds an old node or loop: {what}")
+
+
+def _nodes(root: Any) -> list[Any]:
+    """Every addressable node under ``root`` (itself included), as the search walks them."""
+    out: list[Any] = []
+    stack = [root]
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        for attr, many in _CHILDREN.get(type(x), ()):
+            v = getattr(x, attr)
+            if many:
+                stack.extend(v)
+            else:
+                stack.append(v)
+    return out
+
+
 C = TypeVar("C")
 
 
@@ -187,6 +263,7 @@ def replace(
     same: Iterable[tuple[Any, Any]] = (),
     hint: str = "",
     kill_all: bool = False,
+    fresh: Sequence[Stmt] = (),
 ) -> tuple[ProcDef, SpliceMap]:
     """Replace the statements of ``block`` by ``new`` (old nodes found again in ``new`` live
     on, see the module docstring; the others die with ``hint``).
@@ -194,13 +271,22 @@ def replace(
     ``kill_all``: the caller knows that no old node lives on (each is in ``new`` twice or
     more, or not at all, and no loop of ``new`` has an old iteration variable, as in
     ``unroll_loop``'s copies): the search for survivors, a walk of both regions, is skipped.
+
+    ``fresh``: statements of ``new`` (the objects) that the caller built anew throughout
+    (``fresh_copy``, new symbols for every loop): no node of the block, no loop over an
+    iteration variable of one of its loops, no node named in ``same``. The search for
+    survivors does not walk them, with the same answer; a claim that does not hold fails
+    when ``edit_settings.check_fresh`` is on.
     """
     old = stmt_list(ir, block.parent, block.attr)
     assert 0 <= block.lo <= block.hi <= len(old), "block out of range"
     new = tuple(new)
-    survivors = (
-        NO_SURVIVORS if kill_all else find_survivors(old[block.lo : block.hi], new, _same_ids(same))
-    )
+    if kill_all:
+        survivors = NO_SURVIVORS
+    else:
+        region, same_ids = old[block.lo : block.hi], _same_ids(same)
+        ids = _fresh_ids(region, new, fresh, same_ids)
+        survivors = find_survivors(region, new, same_ids, ids)
     lst = (*old[: block.lo], *new, *old[block.hi :])
     out = update_at(ir, block.parent, lambda n: with_field(n, block.attr, lst))
     return out, SpliceMap(block.parent, block.attr, block.lo, block.hi, len(new), survivors, hint)
@@ -330,10 +416,13 @@ class Editor:
         same: Iterable[tuple[Any, Any]] = (),
         hint: str = "",
         kill_all: bool = False,
+        fresh: Sequence[Stmt] = (),
     ) -> BlockLoc:
         """``replace``; returns the block of ``new`` (empty, ``lo == hi``, when it is)."""
         new = tuple(new)
-        self._apply(replace(self.ir, block, new, same=same, hint=hint, kill_all=kill_all))
+        self._apply(
+            replace(self.ir, block, new, same=same, hint=hint, kill_all=kill_all, fresh=fresh)
+        )
         return BlockLoc(block.parent, block.attr, block.lo, block.lo + len(new))
 
     def replace_node(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 import keyword
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -679,10 +679,25 @@ class Index(ArgSpec):
         return index_expr(proc_ir, path, value, prim, where, self.what, self.error)
 
 
+class Conditions(tuple[Expr, ...]):
+    """The IR conditions of a ``Condition(many=True)`` argument, in order, knowing which
+    were ``given`` as IR nodes or expression cursors: only those may be nodes of the proc.
+    The others were parsed from text into new nodes throughout, so a rewrite that must know
+    whether a condition shares a node with the proc looks at ``given`` only
+    (``specialize``)."""
+
+    given: tuple[Expr, ...]
+
+    def __new__(cls, exprs: Iterable[Expr], given: Iterable[Expr]) -> Conditions:
+        out = super().__new__(cls, exprs)
+        out.given = tuple(given)
+        return out
+
+
 @dataclass(frozen=True)
 class Condition(ArgSpec):
     """A condition, or (``many=True``) one condition or a sequence of them, resolved to IR
-    conditions (a tuple when ``many``) at the place of ``at``."""
+    conditions (``Conditions`` when ``many``) at the place of ``at``."""
 
     many: bool = False
 
@@ -699,7 +714,9 @@ class Condition(ArgSpec):
         if not self.many:
             return condition_expr(proc_ir, path, value, prim, where, self.error)
         items = list(value) if isinstance(value, list | tuple) else [value]
-        return tuple(condition_expr(proc_ir, path, c, prim, where, self.error) for c in items)
+        exprs = [condition_expr(proc_ir, path, c, prim, where, self.error) for c in items]
+        given = [e for c, e in zip(items, exprs, strict=True) if not isinstance(c, str)]
+        return Conditions(exprs, given)
 
 
 @dataclass(frozen=True)
@@ -729,6 +746,7 @@ __all__ = [
     "ArgSpec",
     "BadIndexExpressionError",
     "Condition",
+    "Conditions",
     "Index",
     "NewName",
     "ParsedWindow",

@@ -21,7 +21,8 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
      (int, text ``"n - 4"``, IR expression, expression cursor) resolved at ``at``'s place;
      the rewrite gets an IR ``Expr`` (``BadIndexExpressionError`` unless ``error=`` says);
    - ``Annotated[Any, Condition(TheCondError, at="block", many=True)]``: one condition or a
-     sequence; the rewrite gets IR conditions (a tuple with ``many``);
+     sequence; the rewrite gets IR conditions (with ``many``, ``arguments.Conditions``: a
+     tuple whose ``given`` holds those given as nodes, the only ones that may be the proc's);
    - ``Annotated[str, Window(TheWindowError, at="block")]``: ``"A[lo:hi, pt]"``; the rewrite
      gets an ``arguments.ParsedWindow`` (buffer, type, memory, coordinates).
 

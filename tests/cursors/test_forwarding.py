@@ -27,12 +27,15 @@ from cursched.cursors import (
     NodeLoc,
     StepRecord,
     Tombstone,
+    edits,
 )
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.forwarding import Dead
-from cursched.ir.nodes import BinOp, Const, Scope
+from cursched.ir.nodes import BinOp, Const, For, Scope
+from cursched.ir.symbols import Sym
 from cursched.ir.traversal import subst_stmt
 from cursched.ir.types import INT
+from cursched.primitives.loops.loop_common import fresh_copy
 from cursched.primitives.registry import PrimCursors, prim_cursors, primitive
 from cursched.proc import Proc
 
@@ -350,3 +353,42 @@ def test_editor_delete_never_leaves_an_empty_body() -> None:
     ed2 = Editor(ir)
     ed2.delete(BlockLoc(cond, "orelse", 0, 1), hint="gone")
     assert len(ed2.ir.body[0].body[0].orelse) == 1  # type: ignore[attr-defined]
+
+
+def test_a_false_claim_of_freshness_is_caught() -> None:
+    """``replace(fresh=...)`` lets the survivor search skip statements built anew;
+    the test suite checks each claim (``edit_settings.check_fresh``, on in conftest.py): a
+    statement holding an old node, a loop over an old iteration variable, or a node named in
+    ``same``, claimed fresh, raises. Unchecked, the first would forward an old cursor into
+    a statement that also holds it (it should die: the node is found twice)."""
+    assert edits.edit_settings.check_fresh
+    ir = two_loops.ir()
+    loop = ir.body[0]
+    assert isinstance(loop, For)
+    block = BlockLoc((), "body", 0, 1)
+    fresh_one = For(Sym("k"), loop.lo, loop.hi, fresh_copy(loop.body), loop.mode)
+    ok = For(Sym("k"), Const(0, INT), Const(4, INT), fresh_copy(loop.body), loop.mode)
+    same_iter = For(loop.iter, Const(0, INT), Const(4, INT), fresh_copy(loop.body), loop.mode)
+    holds_old = ok.replace(body=(loop.body[0],))
+    # a true claim: the same forwarding as the full search
+    full = edits.replace(ir, block, (loop, ok))[1]
+    claimed = edits.replace(ir, block, (loop, ok), fresh=(ok,))[1]
+    assert claimed == full
+    for bad in (fresh_one, same_iter, holds_old):
+        with pytest.raises(AssertionError, match="fresh"):
+            edits.replace(ir, block, (loop, bad), fresh=(bad,))
+    with pytest.raises(AssertionError, match="fresh"):  # the target of ``same``
+        edits.replace(ir, block, (ok, holds_old), same=[(loop, holds_old)], fresh=(holds_old,))
+    with pytest.raises(AssertionError, match="not one of the new"):
+        edits.replace(ir, block, (loop,), fresh=(ok,))
+    # unchecked, a false claim changes the forwarding: the old statement found in both new
+    # loops dies (which copy is it?), but with the second claimed fresh it moves to the first
+    again = For(Sym("m"), Const(0, INT), Const(4, INT), (loop.body[0],), loop.mode)
+    first = (("body", 0), ("body", 0))
+    right = edits.replace(ir, block, (holds_old, again))[1]
+    try:
+        edits.edit_settings.check_fresh = False
+        wrong = edits.replace(ir, block, (holds_old, again), fresh=(again,))[1]
+    finally:
+        edits.edit_settings.check_fresh = True
+    assert isinstance(right(first), Dead) and wrong(first) == first

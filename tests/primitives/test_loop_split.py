@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 from cursched import DRAM, proc, split
-from cursched.cursors import BlockCursor, ForCursor, IfCursor, InvalidCursor
+from cursched.cursors import BlockCursor, ForCursor, IfCursor, InvalidCursor, edits
+from cursched.cursors.forwarding import Dead, forward_loc
+from cursched.cursors.locs import BlockLoc, GapLoc, Loc, NodeLoc
+from cursched.cursors.tree import walk
+from cursched.ir.nodes import ProcDef, Stmt
 from cursched.primitives.loops.loop_split import (
     SplitFactorError,
     SplitNamesError,
@@ -182,6 +186,61 @@ def test_split_forwarding() -> None:
     # the tail holds fresh copies: its nested loop is another loop
     tail_j = c.tail.body()[1]
     assert tail_j != p.forward(inner_loop)
+
+
+@proc
+def nested(n: size, m: size, x: f32[n, m] @ DRAM, y: f32[n] @ DRAM):
+    for i in seq(1, n):
+        t: f32 @ DRAM
+        t = 0.0
+        for j in seq(0, m):
+            if j < i:
+                t += x[i, j]
+        y[i] = t
+
+
+@pytest.mark.parametrize("tail", ["guard", "cut", "cut_and_guard"])
+@pytest.mark.parametrize("name", ["scale", "windows", "nested", "aligned", "fixed"])
+def test_split_fresh_tail_forwards_as_the_full_search(
+    name: str, tail: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """split claims its tail fresh (``replace(fresh=...)``: the survivor search does not
+    index it); every location of the old proc (the loop, each statement and expression of
+    its body and below, each block and gap) forwards as it does with the tail searched,
+    and the returned cursors (outer, inner, tail, guard, body) are the same."""
+    procs = {"scale": scale, "windows": windows, "nested": nested}
+    p0 = {**procs, "aligned": aligned, "fixed": fixed}[name]
+    loop = p0.find_loop("i")
+    p, c = split(p0, loop, 4, ("io", "ii"), tail=tail)
+    monkeypatch.setattr(edits, "_fresh_ids", lambda *_: frozenset())  # no claim trusted
+    q, d = split(p0, loop, 4, ("io", "ii"), tail=tail)
+    assert str(p) == str(q)
+    assert [x.loc for x in c] == [x.loc for x in d]
+    fp, fq = p.step().fmap, q.step().fmap  # type: ignore[union-attr]
+    locs = _every_loc(p0.ir())
+    assert len(locs) > 10
+    assert [forward_loc(fp, x) for x in locs] == [forward_loc(fq, x) for x in locs]
+    assert any(not isinstance(forward_loc(fp, x), Dead) for x in locs[1:])  # some survive
+    made = c.guard if tail == "cut_and_guard" else c.tail  # the statement claimed fresh
+    if made:
+        assert not {id(n) for _, n in walk(made.node())} & {id(n) for _, n in walk(p0.ir())}
+
+
+def _every_loc(ir: ProcDef) -> list[Loc]:
+    """A node location per node of the body, a block per statement list, a gap on each
+    side of each statement."""
+    out: list[Loc] = []
+    for path, node in walk(ir):
+        if not path or path[0][0] != "body":
+            continue
+        out.append(NodeLoc(path))
+        if isinstance(node, Stmt):
+            out += [GapLoc(path, "before"), GapLoc(path, "after")]
+        for attr in ("body", "orelse"):
+            stmts = getattr(node, attr, ())
+            if isinstance(node, Stmt) and stmts:
+                out.append(BlockLoc(path, attr, 0, len(stmts)))
+    return out
 
 
 def test_split_input_cursor_of_older_version_is_forwarded() -> None:

@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from cursched import DRAM, eliminate_dead_code, lift_scope, proc, specialize
-from cursched.cursors import BlockCursor, ForCursor, IfCursor, Tombstone
+from cursched.cursors import BlockCursor, ExprCursor, ForCursor, IfCursor, Tombstone
+from cursched.cursors.tree import walk
 from cursched.ir.nodes import BinOp, Const
+from cursched.ir.traversal import walk_expr
 from cursched.ir.types import BOOL, INT
+from cursched.primitives.arguments import Condition, Conditions
 from cursched.primitives.loops.scopes import (
     DeadCodeKindError,
     DeadCodeUndecidedError,
@@ -24,6 +27,7 @@ from cursched.primitives.loops.scopes import (
     SpecializeBadConditionError,
     SpecializeNoConditionsError,
     SpecializeScopeError,
+    _fresh_conditions,
 )
 from cursched.testing import assert_equivalent
 
@@ -228,6 +232,31 @@ def test_specialize_condition_from_the_block_lives_on() -> None:
     for old in (cond, one):
         assert isinstance(q.forward(old), Tombstone)
     assert_equivalent(branchy, q, trials=3)
+
+
+def test_specialize_looks_in_the_block_only_for_conditions_given_as_nodes() -> None:
+    """Conditions parsed from text are new nodes throughout (none is a node of the proc), so
+    only those given as nodes or expression cursors (``Conditions.given``) are looked for in
+    the block: the answer is the one of looking for all, and a cursor condition after text
+    ones still lives on as its ``if``'s condition."""
+    loop = branchy.find_loop("i")
+    cond = branchy.find("if m > 4: _").cond()
+    outside = branchy.find("if m > 2: _").cond().node()
+    spec = Condition(SpecializeBadConditionError, at="block", many=True)
+    stmts = loop.as_block().stmts()
+    old = {id(x) for _, x in walk(branchy.ir())}
+    cases = (["n == 5", "m > 4"], ["n == 5", cond], [outside, "n > 6"], [cond, outside])
+    for given, fresh in zip(cases, (True, False, True, False), strict=True):
+        res = spec.resolve(branchy.ir(), given, loop.as_block(), "specialize")
+        assert isinstance(res, Conditions) and len(res) == len(given)
+        nodes = [c.node() if isinstance(c, ExprCursor) else c for c in given]
+        assert [id(e) for e in res.given] == [id(c) for c in nodes if not isinstance(c, str)]
+        parsed = [e for e, c in zip(res, given, strict=True) if isinstance(c, str)]
+        assert not any(id(x) in old for e in parsed for x in walk_expr(e))
+        assert _fresh_conditions(res.given, stmts) == _fresh_conditions(list(res), stmts) == fresh
+    p, c = specialize(branchy, loop, ["n == 5", cond])
+    assert p.forward(cond) == c.branches[1].cond()
+    assert_equivalent(branchy, p, trials=3)
 
 
 def test_specialize_conditions_forms() -> None:

@@ -151,6 +151,9 @@ def split(
         new,
         same=[(L, new[0]), *same_pairs(L.body, body)],
         hint="split by split",
+        # the tail (or its guard) is built anew throughout: fresh_copy, a new loop variable,
+        # new bounds; the survivor search need not index it
+        fresh=new[1:],
     )
     opath = out.stmt_paths()[0]
     ipath = (*opath, ("body", 0))

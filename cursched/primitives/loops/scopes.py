@@ -8,6 +8,7 @@ semantics follow Exo 1.0's primitives of the same names.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from cursched.analysis.checks import (
@@ -32,7 +33,7 @@ from cursched.errors import (
 from cursched.ir.nodes import Expr, For, If, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, get_at
 from cursched.ir.traversal import free_syms_expr, subst_stmt, walk_expr
-from cursched.primitives.arguments import Condition
+from cursched.primitives.arguments import Condition, Conditions
 from cursched.primitives.arguments import condition_expr as _condition_expr
 from cursched.primitives.loops.copies import shared_copies
 from cursched.primitives.loops.loop_common import safety, same_pairs
@@ -244,12 +245,15 @@ def condition_expr(ir: ProcDef, path: Path, value: Any, primitive: str, where: C
     return _condition_expr(ir, path, value, primitive, where, SpecializeBadConditionError)
 
 
-def _fresh_conditions(conds: list[Expr], stmts: tuple[Stmt, ...]) -> bool:
+def _fresh_conditions(conds: Sequence[Expr], stmts: tuple[Stmt, ...]) -> bool:
     """Whether no condition shares a node with the block: then nothing of the block lives
     on in the ``if`` (its copies are fresh or shared by every copy), so the editor's search
     for survivors is skipped. A condition given as an expression cursor into the block is
     the old node, which that search forwards to its place in the ``if``. The block is
-    walked as that search walks it (``cursors.tree._CHILDREN``)."""
+    walked as that search walks it (``cursors.tree._CHILDREN``), only when a condition was
+    given as a node (``conds`` holds those: one parsed from text is built of new nodes)."""
+    if not conds:
+        return True
     ids = {id(x) for c in conds for x in walk_expr(c)}
     stack: list[Any] = list(stmts)
     while stack:
@@ -325,7 +329,8 @@ def specialize(
     # the copies share nothing then. Made in the order of the branches' old one-by-one
     # copies (the last condition's, the fallback, then the others from the last): the
     # fresh symbols' ids keep their order
-    fresh_conds = _fresh_conditions(exprs, stmts)
+    given = conds.given if isinstance(conds, Conditions) else exprs
+    fresh_conds = _fresh_conditions(given, stmts)
     n = len(exprs) + 1
     copies = shared_copies(stmts, n) if fresh_conds else [fresh(stmts) for _ in range(n)]
     node = If(exprs[-1], copies[0], copies[1])
