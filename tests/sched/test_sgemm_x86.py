@@ -250,13 +250,20 @@ def test_the_isa_follows_the_cpu(script: ModuleType, monkeypatch: pytest.MonkeyP
 
 
 @pytest.mark.skipif("avx512f" not in cpu_features(), reason="this CPU lacks AVX-512")
-@pytest.mark.parametrize("kc, mcb, rows_k", [(1024, 12, 512), (16, 2, 512), (16, 2, 0)])
-def test_avx512_target_matches_numpy(script: ModuleType, kc: int, mcb: int, rows_k: int) -> None:
-    """The AVX-512 schedule, with its own blocking and with a small one (many K blocks, MC
-    blocks and their tails at small sizes), at sizes with every edge and a K remainder; a K
-    of at most ``rows_k`` runs on A's rows in place (and on B's when N is as short), a deeper
-    one packs them (each case at M = 200: whole MC blocks; ``rows_k`` 0: always packed)."""
-    t = script.AVX512_TARGET._replace(kc=kc, mcb=mcb, rows_k=rows_k)
+@pytest.mark.parametrize(
+    "maker, kc, mcb, rows_k",
+    [("amd", 1024, 12, 512), ("amd", 16, 2, 512), ("amd", 16, 2, 0), ("intel", 16, 2, 0)],
+)
+def test_avx512_target_matches_numpy(
+    script: ModuleType, maker: str, kc: int, mcb: int, rows_k: int
+) -> None:
+    """The AVX-512 schedule (AMD's target, or Intel's: B loaded with a prefetch), with its
+    own blocking and with a small one (many K blocks, MC blocks and their tails at small
+    sizes), at sizes with every edge and a K remainder; a K of at most ``rows_k`` runs on A's
+    rows in place (and on B's when N is as short), a deeper one packs them (each case at M =
+    200: whole MC blocks; ``rows_k`` 0: always packed)."""
+    base = script.AVX512_INTEL_TARGET if maker == "intel" else script.AVX512_TARGET
+    t = base._replace(kc=kc, mcb=mcb, rows_k=rows_k)
     p = script.schedule(script.sgemm, t)
     sizes = [(1, 1, 1), (15, 33, 17), (29, 70, 2 * kc + 3), (61, 95, kc), (14, 32, kc + 1)]
     sizes += [(200, 70, 300), (200, 530, 300), (200, 70, 700)]
