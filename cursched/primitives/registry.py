@@ -563,9 +563,10 @@ class _Primitive:
         """The step record of a call (``resolve``'s ``passed`` and ``inputs``)."""
         n_pos = len(args)
         names = _field_names(rw.cursors)
-        # in the dataclass's field order, which unpacking in history() follows
+        # in the dataclass's field order, which unpacking in history() follows (a list made
+        # in place costs half a ``zip`` with a ``map`` for the usual few fields)
         fields = rw.fields
-        results = tuple(zip(names, map(fields.__getitem__, names), strict=True)) if names else ()
+        results = tuple([(f, fields[f]) for f in names]) if names else ()
         if not kwargs and self.simple:
             # the common call, all positional: ``bind`` made ``passed`` of exactly ``args``
             # in order, and ``inputs`` is in the signature's order, so its first values are
