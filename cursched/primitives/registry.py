@@ -32,7 +32,8 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
 2. runs the rewrite, which edits the IR only through an ``Editor``
    (``cursched.cursors.edits``) and returns ``ed.done(TheCursors, field=location, ...)``;
 3. makes the new ``Proc`` with its ``StepRecord`` (primitive, arguments, forwarding map,
-   result locations) so that ``forward`` and ``history()`` work;
+   result locations) so that ``forward`` and ``history()`` work; the record is built when
+   ``Proc.step()`` first reads it (``_Primitive.record``), most never are;
 4. verifies the new IR when ``settings.verify`` is on (default on; ``CURSCHED_VERIFY=0``
    turns it off): by default incrementally, only what the step changed against its input
    (``cursched.ir.verify_step``; the input is known valid when an earlier verified step
