@@ -35,11 +35,17 @@ class Proc:
     __slots__ = ("_fwd_cache", "_ir", "_parent", "_step", "_version")
 
     def __init__(
-        self, ir: ProcDef, parent: Proc | None = None, step: StepRecord | None = None
+        self,
+        ir: ProcDef,
+        parent: Proc | None = None,
+        step: StepRecord | Callable[[], StepRecord] | None = None,
     ) -> None:
+        """A proc of ``ir``; ``step`` says how it was made from ``parent``: the record, or a
+        function making it when ``step()`` is first called (the registry passes one: most
+        versions' records are never read, and building one is ~1 us of a small call)."""
         self._ir = ir
         self._parent = parent
-        self._step = step
+        self._step: StepRecord | Callable[[], StepRecord] | None = step
         self._version: int = 0 if parent is None else parent._version + 1
         self._fwd_cache: dict[Any, Any] | None = None
 
@@ -70,7 +76,16 @@ class Proc:
 
     def step(self) -> StepRecord | None:
         """How this version was made from its parent (None for the original)."""
-        return self._step
+        step = self._step
+        if callable(step):  # the record's maker (``__init__``): built once, then kept
+            step = self._step = step()
+        return step
+
+    def __getstate__(self) -> object:
+        """The slots, for ``pickle`` and ``copy``, with the step record built: a copy holds
+        the record itself, never the function that makes it."""
+        self.step()
+        return object.__getstate__(self)
 
     def history(self, var: str | None = None) -> str:
         """The schedule that made this proc, as a Python script replaying it.

@@ -163,8 +163,13 @@ def _partial_eval(ir: ProcDef, args: Sequence[Any], kwargs: dict[str, Any]) -> P
     return check_bounds(ir.replace(args=new_args, body=body, preds=preds))
 
 
+_PLAIN: tuple[type, ...] = (Cursor, str, int)
+"""The common arguments, passed as they are (a tuple: ``isinstance`` with a union of three
+costs 0.15 us more a call in Python 3.11)."""
+
+
 def _unwrap(x: Any) -> Any:
-    if isinstance(x, Cursor | str | int):  # the common arguments, passed as they are
+    if isinstance(x, _PLAIN):
         return x
     if isinstance(x, Procedure):
         return x.proc
@@ -271,8 +276,11 @@ def _prim(name: str, rename: dict[str, str] | None = None, drop: Iterable[str] =
     renames, dropped = rename or {}, set(drop)
 
     def run(proc: Any, *args: Any, **kwargs: Any) -> Procedure:
-        kw = {renames.get(k, k): _unwrap(v) for k, v in kwargs.items() if k not in dropped}
         p = proc.proc if type(proc) is Procedure else _procedure(proc)
+        if not kwargs:  # the usual call: no keyword dict to build and unpack (~0.3 us)
+            new, _ = fn(p, *map(_unwrap, args))
+            return Procedure(new)
+        kw = {renames.get(k, k): _unwrap(v) for k, v in kwargs.items() if k not in dropped}
         new, _ = fn(p, *map(_unwrap, args), **kw)
         return Procedure(new)
 

@@ -32,7 +32,8 @@ contract 6). ``@primitive`` does everything that is the same for all of them:
 2. runs the rewrite, which edits the IR only through an ``Editor``
    (``cursched.cursors.edits``) and returns ``ed.done(TheCursors, field=location, ...)``;
 3. makes the new ``Proc`` with its ``StepRecord`` (primitive, arguments, forwarding map,
-   result locations) so that ``forward`` and ``history()`` work;
+   result locations) so that ``forward`` and ``history()`` work; the record is built when
+   ``Proc.step()`` first reads it (``_Primitive.record``), most never are;
 4. verifies the new IR when ``settings.verify`` is on (default on; ``CURSCHED_VERIFY=0``
    turns it off): by default incrementally, only what the step changed against its input
    (``cursched.ir.verify_step``; the input is known valid when an earlier verified step
@@ -420,6 +421,10 @@ def primitive(fn: Callable[..., Rewrite[C]]) -> Callable[..., tuple[Proc, C]]:
     return run
 
 
+_STR_OR_CURSOR: tuple[type, ...] = (str, Cursor)
+"""One of a sequence parameter's items given alone (a tuple: see ``_CURSOR_OR_TOMBSTONE``)."""
+
+
 class _Primitive:
     """What ``@primitive`` knows of a rewrite: how to coerce and resolve its arguments (read
     once from its annotations), run it in full or in check-only mode."""
@@ -469,6 +474,8 @@ class _Primitive:
                     return full, full
                 if all(p in passed or p in self.defaults for p in self.params):
                     full = {p: passed[p] if p in passed else self.defaults[p] for p in self.params}
+                    if not kwargs:  # the zip's order is already the signature's
+                        return passed, full
                     return {p: passed[p] for p in self.params if p in passed}, full
         try:
             bound = self.sig.bind(proc, *args, **kwargs)
@@ -495,7 +502,7 @@ class _Primitive:
             if how == "one":
                 arguments[p] = coerce(proc, v, want, p, name)
             else:
-                items = [v] if isinstance(v, str | Cursor) else list(v)
+                items = [v] if isinstance(v, _STR_OR_CURSOR) else list(v)
                 arguments[p] = tuple(coerce(proc, x, want, p, name) for x in items)
         # what history() records: cursors forwarded, other arguments as the user wrote them
         inputs = dict(arguments) if self.specs else arguments
@@ -534,7 +541,7 @@ class _Primitive:
     def apply(self, proc: Proc, args: Any, kwargs: Any) -> tuple[Proc, Any]:
         """The call: the rewrite, the new ``Proc`` with its step record, verified, and the
         returned cursors bound to it."""
-        name, params = self.name, self.params
+        name = self.name
         arguments, passed, inputs = self.resolve(proc, args, kwargs)
         if _CHECK_ONLY.get():
             token = _CHECK_ONLY.set(False)  # a primitive called inside a check runs in full
@@ -544,24 +551,50 @@ class _Primitive:
                 _CHECK_ONLY.reset(token)
         else:
             rw = self.call(proc, arguments)
+        # the step record is built when first read (``Proc.step``), from values no one
+        # changes after the call; parent and step by position: keywords cost 0.18 us more
+        record = functools.partial(self.record, args, kwargs, passed, inputs, rw)
+        new = Proc(rw.ir, proc, record)
+        if settings.verify:
+            _verify(new, proc, name, rw.fmap)
+        if not rw.fields:
+            return new, rw.cursors()
+        out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
+        return new, out
+
+    def record(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        passed: dict[str, Any],
+        inputs: dict[str, Any],
+        rw: Rewrite[Any],
+    ) -> StepRecord:
+        """The step record of a call (``resolve``'s ``passed`` and ``inputs``)."""
         n_pos = len(args)
-        pos = params[:n_pos]
-        kws = [p for p in params[n_pos:] if p in passed] if kwargs else ()
-        record = StepRecord(
-            name,
+        names = _field_names(rw.cursors)
+        # in the dataclass's field order, which unpacking in history() follows (a list made
+        # in place costs half a ``zip`` with a ``map`` for the usual few fields)
+        fields = rw.fields
+        results = tuple([(f, fields[f]) for f in names]) if names else ()
+        if not kwargs and self.simple:
+            # the common call, all positional: ``bind`` made ``passed`` of exactly ``args``
+            # in order, and ``inputs`` is in the signature's order, so its first values are
+            # theirs; slicing these beats a lookup by name per argument (~2 us a call)
+            ins = tuple(inputs.values())
+            ins = ins if len(ins) == n_pos else ins[:n_pos]
+            return StepRecord(self.name, tuple(args), (), ins, (), rw.fmap, results)
+        pos = self.params[:n_pos]
+        kws = [p for p in self.params[n_pos:] if p in passed] if kwargs else ()
+        return StepRecord(
+            self.name,
             tuple(map(passed.__getitem__, pos)),
             tuple((p, passed[p]) for p in kws),
             tuple(map(inputs.__getitem__, pos)),
             tuple((p, inputs[p]) for p in kws),
             rw.fmap,
-            # in the dataclass's field order, which unpacking in history() follows
-            tuple((f, rw.fields[f]) for f in _field_names(rw.cursors)),
+            results,
         )
-        new = Proc(rw.ir, parent=proc, step=record)
-        if settings.verify:
-            _verify(new, proc, name, rw.fmap)
-        out = rw.cursors(**{k: _bind(new, v, k, name) for k, v in rw.fields.items()})
-        return new, out
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -646,13 +679,18 @@ def _passes_inserted(new: ProcDef, old: ProcDef, fmap: PathMap) -> bool:
     return all(type(s) is Pass for s in added)
 
 
+_CURSOR_OR_TOMBSTONE: tuple[type, ...] = (Cursor, Tombstone)
+"""A tuple, not a union: ``isinstance`` with a union is ~0.1 us slower in Python 3.11 when it
+does not match, as for every location ``_bind`` is given."""
+
+
 def _bind(proc: Proc, value: Any, field: str, prim: str) -> Any:
     """A returned location as a cursor of ``proc``, checked to point into it."""
     if isinstance(value, tuple):
         return tuple(_bind(proc, v, field, prim) for v in value)
     if isinstance(value, Dead):
         return InvalidCursor(proc, NoLoc(value.hint))
-    if isinstance(value, Cursor | Tombstone):
+    if isinstance(value, _CURSOR_OR_TOMBSTONE):
         if isinstance(value, Cursor) and value.proc() is proc:
             return value
         raise AssertionError(
