@@ -39,7 +39,7 @@ from cursched.cursors.forwarding import (
     forward_loc,
 )
 from cursched.cursors.locs import ArgLoc, BlockLoc, GapLoc, Loc, NodeLoc
-from cursched.cursors.tree import _CHILDREN, stmt_list, update_at, with_field
+from cursched.cursors.tree import _CHILDREN, iter_nodes, stmt_list, update_at, with_field
 from cursched.ir.nodes import For, Node, Pass, ProcDef, Stmt
 from cursched.ir.paths import Path, Step, get_at
 from cursched.ir.symbols import Sym
@@ -202,30 +202,14 @@ def _check_fresh(
     node named in ``same`` (what ``find_survivors`` may skip without changing its answer)."""
     if not all(any(f is n for n in new) for f in fresh):
         raise AssertionError("a fresh statement is not one of the new statements")
-    taken = {id(x) for n in old for x in _nodes(n)}
+    taken = {id(x) for x in iter_nodes(old)}
     taken.update(id(x) for x in (same or {}).values())
-    iters = {x.iter for n in old for x in _nodes(n) if isinstance(x, For)}
+    iters = {x.iter for x in iter_nodes(old) if isinstance(x, For)}
     for f in fresh:
-        for x in _nodes(f):
+        for x in iter_nodes((f,)):
             if id(x) in taken or (isinstance(x, For) and x.iter in iters):
                 what = type(x).__name__
                 raise AssertionError(f"a statement claimed fresh holds an old node or loop: {what}")
-
-
-def _nodes(root: Any) -> list[Any]:
-    """Every addressable node under ``root`` (itself included), as the search walks them."""
-    out: list[Any] = []
-    stack = [root]
-    while stack:
-        x = stack.pop()
-        out.append(x)
-        for attr, many in _CHILDREN.get(type(x), ()):
-            v = getattr(x, attr)
-            if many:
-                stack.extend(v)
-            else:
-                stack.append(v)
-    return out
 
 
 C = TypeVar("C")

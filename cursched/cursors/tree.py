@@ -7,7 +7,7 @@ Types (and the shapes inside them) and the callee of a ``Call`` are not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeGuard
 
 from cursched.ir.nodes import (
@@ -79,6 +79,21 @@ def children(node: Any) -> Iterator[tuple[Step, Any]]:
                 yield (attr, i), c
         else:
             yield (attr, -1), value
+
+
+def iter_nodes(roots: Iterable[Any]) -> Iterator[Any]:
+    """Every addressable node under ``roots`` (themselves included), depth first, without
+    paths: the nodes the editor's survivor search walks (``_CHILDREN``); for identity tests."""
+    stack = list(roots)
+    while stack:
+        x = stack.pop()
+        yield x
+        for attr, many in _CHILDREN.get(type(x), ()):
+            v = getattr(x, attr)
+            if many:
+                stack.extend(v)
+            else:
+                stack.append(v)
 
 
 def walk(node: Any, prefix: Path = ()) -> Iterator[tuple[Path, Any]]:

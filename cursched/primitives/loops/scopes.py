@@ -22,7 +22,7 @@ from cursched.cursors import BlockCursor, BlockLoc, Editor, ForCursor, NodeLoc, 
 from cursched.cursors.edits import Rewrite
 from cursched.cursors.kinds import Cursor
 from cursched.cursors.stmts import IfCursor, StmtCursor
-from cursched.cursors.tree import _CHILDREN, stmt_list
+from cursched.cursors.tree import iter_nodes, stmt_list
 from cursched.errors import (
     BadArgumentError,
     DependenceError,
@@ -250,23 +250,12 @@ def _fresh_conditions(conds: Sequence[Expr], stmts: tuple[Stmt, ...]) -> bool:
     on in the ``if`` (its copies are fresh or shared by every copy), so the editor's search
     for survivors is skipped. A condition given as an expression cursor into the block is
     the old node, which that search forwards to its place in the ``if``. The block is
-    walked as that search walks it (``cursors.tree._CHILDREN``), only when a condition was
+    walked as that search walks it (``cursors.tree.iter_nodes``), only when a condition was
     given as a node (``conds`` holds those: one parsed from text is built of new nodes)."""
     if not conds:
         return True
     ids = {id(x) for c in conds for x in walk_expr(c)}
-    stack: list[Any] = list(stmts)
-    while stack:
-        x = stack.pop()
-        if id(x) in ids:
-            return False
-        for attr, many in _CHILDREN[type(x)]:
-            v = getattr(x, attr)
-            if many:
-                stack.extend(v)
-            else:
-                stack.append(v)
-    return True
+    return not any(id(x) in ids for x in iter_nodes(stmts))
 
 
 @primitive
