@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import is_not
-from typing import Any, Literal, Self, TypeAlias
+from typing import Any, Literal, Self, TypeAlias, TypeVar
 
 from cursched.errors import SrcInfo
 from cursched.ir.memory import Memory
@@ -97,6 +97,37 @@ def _make_rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:
     fn: Callable[..., Any] = env["build"]
     _REBUILD[cls, attrs] = fn
     return fn
+
+
+_T = TypeVar("_T")
+
+
+def slot_init(cls: type[_T]) -> type[_T]:
+    """Replace the generated ``__init__`` of a frozen slotted dataclass by one with the same
+    parameters and defaults that fills the slots through their descriptors, as ``rebuilder``
+    does: the generated one sets each field by ``object.__setattr__(self, name, v)``, about
+    twice the cost, and the framework makes a ``Rewrite`` and a ``StepRecord`` every call.
+    The instance is as frozen (assigning a field still raises), and type checkers still read
+    the dataclass's signature."""
+    env: dict[str, Any] = {}
+    params, lines = ["self"], []
+    klass: type = cls  # any class, for ``dataclasses.fields``' signature
+    for f in dataclasses.fields(klass):
+        if f.default_factory is not dataclasses.MISSING or f.kw_only or not f.init:
+            raise TypeError(f"slot_init: {cls.__name__}.{f.name} needs the generated __init__")
+        env[f"set_{f.name}"] = getattr(cls, f.name).__set__
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            env[f"default_{f.name}"] = f.default
+            params.append(f"{f.name}=default_{f.name}")
+        lines.append(f"    set_{f.name}(self, {f.name})")
+    # generated code, as ``dataclasses`` generates ``__init__``: one plain call per field
+    exec("\n".join([f"def __init__({', '.join(params)}):", *lines]), env)
+    init = env["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    setattr(cls, "__init__", init)  # noqa: B010 - replacing a method, which mypy forbids
+    return cls
 
 
 def rebuilder(cls: type, attrs: tuple[str, ...]) -> Callable[..., Any]:

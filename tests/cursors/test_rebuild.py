@@ -7,15 +7,17 @@ itself."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import pytest
 
 from cursched import parallelize_loop, set_memory
 from cursched.cursors import Editor, NodeLoc
+from cursched.cursors.lineage import StepRecord
 from cursched.cursors.tree import copy_node, copy_tree, update_at, walk, with_field
 from cursched.errors import SrcInfo
 from cursched.ir.memory import DRAM_STACK
-from cursched.ir.nodes import Node, Pass
+from cursched.ir.nodes import Node, Pass, slot_init
 from tests.cursors.procs import nest, two_loops
 
 
@@ -99,3 +101,34 @@ def test_a_hand_written_init_is_called() -> None:
     assert (x.a, x.b) == (2, 2)
     y = with_field(x, "b", 5)
     assert (y.a, y.b) == (4, 5)
+
+
+def test_slot_init_makes_the_object_the_generated_init_would() -> None:
+    """``slot_init`` (``Rewrite``, ``StepRecord``): the dataclass's parameters and defaults,
+    every field set, still frozen, equal to the object the generated ``__init__`` makes; a
+    field it cannot fill so (a default factory) is refused when the class is made."""
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Plain:
+        a: int
+        b: tuple[int, ...] = ()
+
+    Fast = slot_init(dataclasses.make_dataclass(
+        "Fast", [("a", int), ("b", tuple[int, ...], dataclasses.field(default=()))],
+        frozen=True, slots=True,
+    ))  # fmt: skip
+    assert str(inspect.signature(Fast.__init__)) == "(self, a, b=())"
+    x, y = Fast(1), Fast(1, (2,))
+    assert (x.a, x.b, y.b) == (1, (), (2,)) and x == Fast(a=1) and repr(x) == "Fast(a=1, b=())"
+    assert dataclasses.astuple(y) == dataclasses.astuple(Plain(1, (2,)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        x.a = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Fast()  # a missing argument, as the generated __init__ says
+    factory = dataclasses.make_dataclass(
+        "F", [("c", list, dataclasses.field(default_factory=list))], frozen=True, slots=True
+    )
+    with pytest.raises(TypeError, match="needs the generated __init__"):
+        slot_init(factory)
+    rec = StepRecord("split", (), (), (), (), None)
+    assert rec.results == () and rec.primitive == "split"
