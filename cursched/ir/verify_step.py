@@ -170,6 +170,20 @@ def _param_env(args: tuple[FnArg, ...]) -> _Binds:
     return env
 
 
+def _ends(
+    new: tuple[Stmt, ...], old: tuple[Stmt, ...], shared: tuple[int, int] | None
+) -> tuple[int, int]:
+    """How many statements at the start and at the end of ``new`` are ``old``'s: ``shared``
+    where the caller knows them (and they fit both blocks), none for two one-statement
+    blocks (the inner bodies of a loop nest: nothing to scan), else counted (``_shared``)."""
+    n, o = len(new), len(old)
+    if shared is not None and shared[0] >= 0 and 0 <= shared[1] <= min(n, o) - shared[0]:
+        return shared
+    if n == 1 == o:
+        return 0, 0
+    return _shared(new, old)
+
+
 class _StepVerifier(_Verifier):
     """The verifier walking ``new`` against ``old``, skipping what the two share."""
 
@@ -251,12 +265,7 @@ class _StepVerifier(_Verifier):
         if body is old:
             return
         n, o = len(body), len(old)
-        if shared is not None and shared[0] >= 0 and 0 <= shared[1] <= min(n, o) - shared[0]:
-            a, b = shared
-        elif n == 1 == o:  # the inner bodies of a loop nest: nothing to scan
-            a, b = 0, 0
-        else:
-            a, b = _shared(body, old)
+        a, b = _ends(body, old, shared)
         bound: list[Sym] = []
         if a:
             self.take_all(body[:a], bound)
@@ -391,12 +400,7 @@ def _only_change(
     n = len(block)
     if n != len(old):
         return None
-    if shared is not None and shared[0] >= 0 and shared[1] >= 0:
-        a, b = shared
-    elif n == 1:  # the inner bodies of a loop nest: no scan
-        a, b = 0, 0
-    else:
-        a, b = _shared(block, old)
+    a, b = _ends(block, old, shared)
     return a if a + b == n - 1 and block[a] is not old[a] else None
 
 
